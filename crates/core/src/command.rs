@@ -1,0 +1,217 @@
+//! The typed requests the front doors hand the planner, and its answers.
+//! Front doors parse and validate shape (JSON, Kafka frames) and build these;
+//! the planner never sees JSON.
+
+use crate::model::{AckStatus, LeaseId, Micros, PartId, QueueOptions};
+use crate::store::ReadSpan;
+use bytes::Bytes;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    BadRequest,
+    NotFound,
+    Conflict,
+    TooLarge,
+    Unavailable,
+}
+
+/// An error with a stable machine code (`{error, code}` over HTTP).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoreError {
+    pub kind: ErrorKind,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl CoreError {
+    pub fn new(kind: ErrorKind, code: &'static str, message: impl Into<String>) -> Self {
+        CoreError {
+            kind,
+            code,
+            message: message.into(),
+        }
+    }
+    pub fn bad(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::BadRequest, code, message)
+    }
+    pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotFound, code, message)
+    }
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unavailable, "unavailable", message)
+    }
+}
+
+impl std::fmt::Display for CoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+/// Records for one (queue, partition), already encoded as a batch with base offset 0.
+#[derive(Debug, Clone)]
+pub struct PushGroup {
+    pub queue: String,
+    pub partition: String,
+    /// Index of each record in the caller's request, for the per-item answer.
+    pub indexes: Vec<usize>,
+    pub records: Vec<PushRecord>,
+    pub batch: Vec<u8>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PushRecord {
+    pub txid: String,
+    /// Only transaction ids the producer chose are deduplicated; minted ones cannot collide.
+    pub client_txid: bool,
+    pub value: Bytes,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PushStatus {
+    Queued { part: PartId, offset: u64 },
+    Duplicate { part: PartId },
+    Failed(CoreError),
+}
+
+#[derive(Debug, Clone)]
+pub struct PushResult {
+    pub index: usize,
+    pub txid: String,
+    pub queue: String,
+    pub status: PushStatus,
+}
+
+#[derive(Debug, Clone)]
+pub struct PopRequest {
+    pub queue: String,
+    pub partition: Option<String>,
+    pub group: Option<String>,
+    pub batch: u32,
+    pub lease_secs: Option<u64>,
+    /// For a group seen for the first time: start at the first message written at or after this time.
+    pub from_ts: Option<Micros>,
+    pub auto_ack: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct PopResult {
+    pub queue: String,
+    pub part: PartId,
+    pub partition: String,
+    pub group: String,
+    pub lease: Option<LeaseId>,
+    pub lease_expires: Micros,
+    /// (offset, delivery attempt starting at 1)
+    pub messages: Vec<(u64, u32)>,
+    pub spans: Vec<ReadSpan>,
+}
+
+/// One ack: names the message by partition and transaction id (Queen) or offset.
+#[derive(Debug, Clone)]
+pub struct AckItem {
+    pub part: PartId,
+    pub txid: Option<String>,
+    pub offset: Option<u64>,
+    pub lease: Option<LeaseId>,
+    pub status: AckStatus,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigureMode {
+    Merge,
+    Replace,
+}
+
+#[derive(Debug, Clone)]
+pub struct FetchRequest {
+    pub queue: String,
+    pub partition: String,
+    pub offset: u64,
+    pub max_bytes: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct FetchResult {
+    pub queue: String,
+    pub partition: String,
+    pub high_watermark: u64,
+    pub log_start: u64,
+    pub spans: Vec<ReadSpan>,
+    pub from_offset: u64,
+    pub error: Option<CoreError>,
+}
+
+/// Read-only views for the resources API.
+#[derive(Debug, Clone)]
+pub enum Query {
+    Queues,
+    Queue(String),
+    Groups,
+    Dlq {
+        queue: Option<String>,
+        limit: usize,
+    },
+    /// A message by its transaction id (the newest with that id).
+    Message {
+        part: PartId,
+        txid: String,
+    },
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PartitionView {
+    pub id: String,
+    pub name: String,
+    pub start: u64,
+    pub end: u64,
+    pub depth: u64,
+    pub leased: bool,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueView {
+    pub name: String,
+    pub options: QueueOptions,
+    pub partitions: Vec<PartitionView>,
+    pub depth: u64,
+    pub total: u64,
+    pub dead_letters: u64,
+    pub created_at: Micros,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupView {
+    pub name: String,
+    pub queue: String,
+    pub partition: String,
+    pub offset: u64,
+    pub end: u64,
+    pub lag: u64,
+    pub leased: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct DlqView {
+    pub queue: String,
+    pub partition: String,
+    pub part: PartId,
+    pub offset: u64,
+    pub group: String,
+    pub error: Option<String>,
+    pub ts: Micros,
+    pub span: Option<ReadSpan>,
+}
+
+#[derive(Debug, Clone)]
+pub enum QueryResult {
+    Queues(Vec<QueueView>),
+    Queue(Option<QueueView>),
+    Groups(Vec<GroupView>),
+    Dlq(Vec<DlqView>),
+    Message(Option<(String, String, Option<ReadSpan>)>),
+}

@@ -1,0 +1,95 @@
+//! Log entries: the effects the planner decided, which every replica applies
+//! in order. An entry carries everything apply needs (offsets, lease ids,
+//! times), so apply never consults a clock or a random source (I1). One entry
+//! is one request and the unit of atomicity (I2).
+
+use crate::model::{AckStatus, GroupId, LeaseId, Micros, PartId, QueueId, QueueOptions};
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Entry {
+    /// State-machine time of this entry (I5).
+    pub ts: Micros,
+    pub effects: Vec<Effect>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub enum Effect {
+    /// Create a queue or replace its options.
+    Configure {
+        queue: String,
+        options: QueueOptions,
+    },
+    CreatePartition {
+        queue: QueueId,
+        name: String,
+    },
+    /// Group names are interned: every cursor names its group by id.
+    CreateGroup {
+        name: String,
+        from_ts: Option<Micros>,
+    },
+    /// Append a RecordBatch v2 (base offset already patched) at the partition end.
+    Append {
+        part: PartId,
+        count: u32,
+        txids: Vec<u64>,
+        dedup: Vec<u64>,
+        batch: Bytes,
+    },
+    /// Lease these offsets to a group until `expires`. `auto_ack` settles them at once.
+    Lease {
+        part: PartId,
+        group: GroupId,
+        lease: LeaseId,
+        offsets: Vec<u64>,
+        expires: Micros,
+        auto_ack: bool,
+    },
+    /// The group's lease ran out: every unsettled offset in it is charged one failure.
+    ExpireLease {
+        part: PartId,
+        group: GroupId,
+        lease: LeaseId,
+    },
+    Ack {
+        part: PartId,
+        group: GroupId,
+        lease: LeaseId,
+        offset: u64,
+        status: AckStatus,
+        error: Option<String>,
+    },
+    ExtendLease {
+        part: PartId,
+        group: GroupId,
+        lease: LeaseId,
+        expires: Micros,
+    },
+    /// Move a cursor (seek); settles nothing else and drops any lease.
+    Seek {
+        part: PartId,
+        group: GroupId,
+        offset: u64,
+    },
+    DeleteGroup {
+        group: GroupId,
+    },
+    /// Retention: drop every offset below `start`, deleting whole segment files.
+    Trim {
+        part: PartId,
+        start: u64,
+    },
+    DeleteQueue {
+        queue: QueueId,
+    },
+}
+
+pub fn encode_entries(entries: &[Entry], buf: &mut Vec<u8>) {
+    bincode::serialize_into(buf, entries).expect("entries serialize into a Vec");
+}
+
+pub fn decode_entries(buf: &[u8]) -> Result<Vec<Entry>, String> {
+    bincode::deserialize(buf).map_err(|e| e.to_string())
+}

@@ -1,0 +1,19 @@
+//! Baton's state machine and the engine around it: the model, the planner,
+//! apply, checkpoints and recovery. Knows nothing of HTTP or Kafka; the front
+//! doors hand it typed commands (see `command`).
+
+pub mod checkpoint;
+pub mod command;
+pub mod engine;
+pub mod entry;
+pub mod model;
+pub mod options;
+pub mod plan;
+pub mod query;
+pub mod state;
+pub mod store;
+
+pub use command::*;
+pub use engine::{wall_micros, Engine, EngineConfig};
+pub use model::*;
+pub use options::OptionsPatch;

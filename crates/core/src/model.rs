@@ -1,0 +1,168 @@
+//! The vocabulary of the state machine: queue options, ids, statuses, and the
+//! stable hash used for transaction ids. Owns no state and does no I/O.
+
+use serde::{Deserialize, Serialize};
+
+/// State-machine time in microseconds since the Unix epoch (I5: entry timestamps).
+pub type Micros = u64;
+pub type QueueId = u32;
+pub type PartId = u32;
+pub type GroupId = u32;
+pub type LeaseId = u64;
+
+/// The reserved group name for competing consumers (queue mode).
+pub const QUEUE_MODE: &str = "__QUEUE_MODE__";
+pub const DEFAULT_PARTITION: &str = "Default";
+pub const MAX_NAME_LEN: usize = 200;
+
+/// Options a queue is configured with; field names are Queen's.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct QueueOptions {
+    /// Seconds a pop's lease lives unless the pop names its own.
+    pub lease_time: u64,
+    /// Failures (failed acks and expired leases) a message may take before it is dead-lettered.
+    pub retry_limit: u32,
+    pub dead_letter_queue: bool,
+    pub dlq_after_max_retries: bool,
+    /// 0 turns deduplication by client transaction id off.
+    pub dedup_window_seconds: u64,
+    /// 0 keeps messages forever; otherwise whole partition segments older than this are deleted.
+    pub retention_seconds: u64,
+    /// Seconds after its write before a message may be delivered.
+    pub delayed_processing: u64,
+    /// Most messages waiting in queue mode; 0 is unlimited.
+    pub max_size: u64,
+}
+
+impl Default for QueueOptions {
+    fn default() -> Self {
+        QueueOptions {
+            lease_time: 300,
+            retry_limit: 3,
+            dead_letter_queue: true,
+            dlq_after_max_retries: true,
+            dedup_window_seconds: 3600,
+            retention_seconds: 0,
+            delayed_processing: 0,
+            max_size: 0,
+        }
+    }
+}
+
+/// How a consumer settles a message it was leased.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub enum AckStatus {
+    /// Done: the cursor may move past it.
+    Completed,
+    /// Failed: charges the retry budget and redelivers.
+    Failed,
+    /// Redeliver without charge.
+    Retry,
+    /// Dead-letter it now.
+    Dlq,
+}
+
+impl AckStatus {
+    /// Queen's spellings, including its aliases for success.
+    pub fn parse(s: &str) -> Option<AckStatus> {
+        match s.to_ascii_lowercase().as_str() {
+            "completed" | "success" | "acked" | "ok" | "complete" => Some(AckStatus::Completed),
+            "failed" | "fail" | "error" | "nack" => Some(AckStatus::Failed),
+            "retry" => Some(AckStatus::Retry),
+            "dlq" | "dead_letter" | "deadletter" => Some(AckStatus::Dlq),
+            _ => None,
+        }
+    }
+}
+
+/// FNV-1a 64: a stable hash for transaction ids. It must never change: its
+/// values are stored in the log and in checkpoints.
+pub fn txid_hash(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.as_bytes() {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+const LEASE_TAG: u64 = 0x4241_544f_4e4c_0000;
+const PART_TAG: u64 = 0x4241_544f_4e50_0000;
+const MSG_TAG: u64 = 0x4241_544d_0000_0000;
+
+/// Lease ids travel as UUIDs so Queen clients can hold them; the tag lets us
+/// reject garbage without a lookup.
+pub fn lease_uuid(id: LeaseId) -> uuid::Uuid {
+    uuid::Uuid::from_u64_pair(LEASE_TAG, id)
+}
+
+pub fn parse_lease_uuid(s: &str) -> Option<LeaseId> {
+    let u = uuid::Uuid::parse_str(s).ok()?;
+    let (hi, lo) = u.as_u64_pair();
+    (hi == LEASE_TAG).then_some(lo)
+}
+
+pub fn partition_uuid(id: PartId) -> uuid::Uuid {
+    uuid::Uuid::from_u64_pair(PART_TAG, id as u64)
+}
+
+pub fn parse_partition_uuid(s: &str) -> Option<PartId> {
+    let u = uuid::Uuid::parse_str(s).ok()?;
+    let (hi, lo) = u.as_u64_pair();
+    (hi == PART_TAG && lo <= u32::MAX as u64).then_some(lo as PartId)
+}
+
+pub fn message_uuid(part: PartId, offset: u64) -> uuid::Uuid {
+    uuid::Uuid::from_u64_pair(MSG_TAG | part as u64, offset)
+}
+
+pub fn parse_message_uuid(s: &str) -> Option<(PartId, u64)> {
+    let u = uuid::Uuid::parse_str(s).ok()?;
+    let (hi, lo) = u.as_u64_pair();
+    (hi >> 32 == MSG_TAG >> 32).then_some(((hi & 0xffff_ffff) as PartId, lo))
+}
+
+/// Queue and partition names: printable, bounded, no path separators.
+pub fn valid_name(s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err("name is empty".into());
+    }
+    if s.len() > MAX_NAME_LEN {
+        return Err(format!("name longer than {MAX_NAME_LEN} bytes"));
+    }
+    if s.chars().any(|c| c.is_control() || c == '/' || c == '\\') {
+        return Err("name contains a control character or a slash".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_and_reject_foreign_uuids() {
+        assert_eq!(parse_lease_uuid(&lease_uuid(77).to_string()), Some(77));
+        assert_eq!(parse_partition_uuid(&partition_uuid(5).to_string()), Some(5));
+        assert_eq!(parse_message_uuid(&message_uuid(9, 123).to_string()), Some((9, 123)));
+        assert_eq!(parse_lease_uuid(&partition_uuid(5).to_string()), None);
+        assert_eq!(parse_lease_uuid("not-a-uuid"), None);
+        assert_eq!(parse_partition_uuid("00000000-0000-0000-0000-000000000000"), None);
+    }
+
+    #[test]
+    fn txid_hash_is_stable() {
+        assert_eq!(txid_hash(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(txid_hash("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_ne!(txid_hash("ab"), txid_hash("ba"));
+    }
+
+    #[test]
+    fn names_are_checked() {
+        assert!(valid_name("orders").is_ok());
+        assert!(valid_name("").is_err());
+        assert!(valid_name("a/b").is_err());
+        assert!(valid_name(&"x".repeat(MAX_NAME_LEN + 1)).is_err());
+    }
+}

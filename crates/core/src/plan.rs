@@ -1,0 +1,583 @@
+//! The planner: checks a typed request against the state (which already holds
+//! everything planned, durable or not), decides its effects, and applies them
+//! at once so the next request sees them. Two pushes in flight never get the
+//! same offset and two pops never lease the same message.
+//!
+//! Runs on one thread and must never do disk I/O beyond apply's page-cache
+//! appends, nor touch JSON. Nothing here answers a client: answers wait for the
+//! WAL (I3), see `engine`.
+
+use crate::command::*;
+use crate::entry::{Effect, Entry};
+use crate::model::*;
+use crate::state::{ApplyError, State};
+use std::collections::HashSet;
+
+pub struct Planner {
+    pub state: State,
+    ts: Micros,
+    effects: Vec<Effect>,
+    /// Queues that got new messages in the entries planned since the last take.
+    pub pushed_queues: HashSet<QueueId>,
+}
+
+type Planned<T> = Result<T, CoreError>;
+
+fn apply_err(e: ApplyError) -> CoreError {
+    CoreError::unavailable(e.0)
+}
+
+impl Planner {
+    pub fn new(state: State) -> Planner {
+        Planner {
+            state,
+            ts: 0,
+            effects: Vec::new(),
+            pushed_queues: HashSet::new(),
+        }
+    }
+
+    /// Start planning one request at wall-clock `now` (I5: time never goes back).
+    pub fn begin(&mut self, now: Micros) {
+        self.ts = now.max(self.state.last_ts + 1);
+        self.effects.clear();
+    }
+
+    pub fn now(&self) -> Micros {
+        self.ts
+    }
+
+    fn emit(&mut self, e: Effect) -> Result<(), CoreError> {
+        self.state.last_ts = self.ts;
+        self.state.apply_effect(self.ts, &e).map_err(apply_err)?;
+        self.effects.push(e);
+        Ok(())
+    }
+
+    /// The entry for the request just planned, if it changed anything.
+    pub fn finish(&mut self) -> Option<Entry> {
+        if self.effects.is_empty() {
+            return None;
+        }
+        Some(Entry {
+            ts: self.ts,
+            effects: std::mem::take(&mut self.effects),
+        })
+    }
+
+    fn ensure_queue(&mut self, name: &str) -> Planned<QueueId> {
+        if let Some(id) = self.state.queue_ids.get(name) {
+            return Ok(*id);
+        }
+        valid_name(name).map_err(|m| CoreError::bad("invalid_queue", format!("queue name: {m}")))?;
+        self.emit(Effect::Configure {
+            queue: name.to_string(),
+            options: QueueOptions::default(),
+        })?;
+        Ok(self.state.queue_ids[name])
+    }
+
+    fn ensure_partition(&mut self, queue: QueueId, name: &str) -> Planned<PartId> {
+        if let Some(p) = self.state.queues.get(&queue).and_then(|q| q.part_by_name.get(name)) {
+            return Ok(*p);
+        }
+        valid_name(name).map_err(|m| CoreError::bad("invalid_partition", format!("partition name: {m}")))?;
+        self.emit(Effect::CreatePartition {
+            queue,
+            name: name.to_string(),
+        })?;
+        Ok(self.state.queues[&queue].part_by_name[name])
+    }
+
+    fn ensure_group(&mut self, name: &str, from_ts: Option<Micros>) -> Planned<GroupId> {
+        if let Some(g) = self.state.group_ids.get(name) {
+            return Ok(*g);
+        }
+        valid_name(name).map_err(|m| CoreError::bad("invalid_group", format!("consumer group: {m}")))?;
+        let from_ts = if name == QUEUE_MODE { None } else { from_ts };
+        self.emit(Effect::CreateGroup {
+            name: name.to_string(),
+            from_ts,
+        })?;
+        Ok(self.state.group_ids[name])
+    }
+
+    pub fn configure(&mut self, queue: &str, options: QueueOptions) -> Planned<()> {
+        valid_name(queue).map_err(|m| CoreError::bad("invalid_queue", format!("queue name: {m}")))?;
+        self.emit(Effect::Configure {
+            queue: queue.to_string(),
+            options,
+        })
+    }
+
+    pub fn push(&mut self, groups: Vec<PushGroup>) -> Vec<PushResult> {
+        let mut out = Vec::new();
+        for g in groups {
+            out.extend(self.push_group(g));
+        }
+        out.sort_by_key(|r| r.index);
+        out
+    }
+
+    fn push_group(&mut self, mut g: PushGroup) -> Vec<PushResult> {
+        let fail = |g: &PushGroup, e: CoreError| {
+            g.indexes
+                .iter()
+                .zip(&g.records)
+                .map(|(i, r)| PushResult {
+                    index: *i,
+                    txid: r.txid.clone(),
+                    queue: g.queue.clone(),
+                    status: PushStatus::Failed(e.clone()),
+                })
+                .collect::<Vec<_>>()
+        };
+        let q = match self.ensure_queue(&g.queue) {
+            Ok(q) => q,
+            Err(e) => return fail(&g, e),
+        };
+        let part = match self.ensure_partition(q, &g.partition) {
+            Ok(p) => p,
+            Err(e) => return fail(&g, e),
+        };
+        let opts = self.state.queues[&q].options.clone();
+        let now = self.ts;
+        let p = &self.state.parts[&part];
+        // Dedup: within the window, and within this very request.
+        let mut seen = HashSet::new();
+        let mut keep = Vec::with_capacity(g.records.len());
+        for r in &g.records {
+            let h = txid_hash(&r.txid);
+            let dup = r.client_txid
+                && opts.dedup_window_seconds > 0
+                && (p.dedup.get(&h).is_some_and(|exp| *exp > now) || !seen.insert(h));
+            keep.push(!dup);
+        }
+        let kept = keep.iter().filter(|k| **k).count() as u64;
+        if opts.max_size > 0 {
+            let depth = queue_depth(&self.state, q);
+            if depth + kept > opts.max_size {
+                return fail(
+                    &g,
+                    CoreError::new(
+                        ErrorKind::Conflict,
+                        "queue_full",
+                        format!("queue {} is at maxSize {}", g.queue, opts.max_size),
+                    ),
+                );
+            }
+        }
+        let base = p.end;
+        let mut results = Vec::with_capacity(g.records.len());
+        let mut txids = Vec::new();
+        let mut dedup = Vec::new();
+        let mut next = base;
+        for ((i, r), k) in g.indexes.iter().zip(&g.records).zip(&keep) {
+            let status = if *k {
+                let h = txid_hash(&r.txid);
+                txids.push(h);
+                if r.client_txid && opts.dedup_window_seconds > 0 {
+                    dedup.push(h);
+                }
+                next += 1;
+                PushStatus::Queued { part, offset: next - 1 }
+            } else {
+                PushStatus::Duplicate { part }
+            };
+            results.push(PushResult {
+                index: *i,
+                txid: r.txid.clone(),
+                queue: g.queue.clone(),
+                status,
+            });
+        }
+        if kept == 0 {
+            return results;
+        }
+        let mut batch = if kept as usize == g.records.len() {
+            std::mem::take(&mut g.batch)
+        } else {
+            // Rare: some items were duplicates, so the pre-encoded batch is rebuilt without them.
+            let recs: Vec<_> = g
+                .records
+                .iter()
+                .zip(&keep)
+                .filter(|(_, k)| **k)
+                .map(|(r, _)| baton_wire::NewRecord {
+                    key: None,
+                    value: &r.value,
+                    txid: Some(&r.txid),
+                })
+                .collect();
+            match baton_wire::encode_batch(&recs, (now / 1000) as i64) {
+                Ok(b) => b,
+                Err(e) => return fail(&g, CoreError::bad("bad_payload", e.to_string())),
+            }
+        };
+        baton_wire::set_base_offset(&mut batch, base);
+        if let Err(e) = self.emit(Effect::Append {
+            part,
+            count: kept as u32,
+            txids,
+            dedup,
+            batch: batch.into(),
+        }) {
+            return fail(&g, e);
+        }
+        self.pushed_queues.insert(q);
+        results
+    }
+
+    /// Lease the next deliverable messages of one partition to a group, FIFO.
+    pub fn pop(&mut self, req: &PopRequest) -> Planned<Option<PopResult>> {
+        let q =
+            *self.state.queue_ids.get(&req.queue).ok_or_else(|| {
+                CoreError::not_found("queue_not_found", format!("queue {} does not exist", req.queue))
+            })?;
+        let group_name = req.group.clone().unwrap_or_else(|| QUEUE_MODE.to_string());
+        let parts: Vec<PartId> = {
+            let queue = &self.state.queues[&q];
+            match &req.partition {
+                Some(name) => match queue.part_by_name.get(name) {
+                    Some(p) => vec![*p],
+                    None => return Ok(None),
+                },
+                None => {
+                    // Rotate the starting partition so one busy partition cannot starve the rest.
+                    let n = queue.parts.len();
+                    if n == 0 {
+                        return Ok(None);
+                    }
+                    let start = (self.ts as usize / 7) % n;
+                    queue.parts[start..]
+                        .iter()
+                        .chain(&queue.parts[..start])
+                        .copied()
+                        .collect()
+                }
+            }
+        };
+        let group = self.ensure_group(&group_name, req.from_ts)?;
+        let opts = self.state.queues[&q].options.clone();
+        let lease_us = req.lease_secs.unwrap_or(opts.lease_time).max(1) * 1_000_000;
+        let delay_us = opts.delayed_processing * 1_000_000;
+        let now = self.ts;
+        for part in parts {
+            self.expire_if_due(part, group, &opts)?;
+            let offsets = {
+                let p = &self.state.parts[&part];
+                let from_ts = self.state.groups[&group].from_ts;
+                let (next, cursor) = match p.cursors.get(&group) {
+                    Some(c) if c.lease.is_some() => continue,
+                    Some(c) => (c.next.max(p.start), Some(c)),
+                    None => (from_ts.map(|t| p.offset_at_ts(t)).unwrap_or(p.start).max(p.start), None),
+                };
+                let mut v = Vec::new();
+                let mut o = next;
+                while o < p.end && v.len() < req.batch as usize {
+                    if cursor.is_some_and(|c| c.done.contains(&o)) {
+                        o += 1;
+                        continue;
+                    }
+                    if delay_us > 0 && p.ts_of(o).is_some_and(|t| t + delay_us > now) {
+                        break;
+                    }
+                    v.push(o);
+                    o += 1;
+                }
+                v
+            };
+            if offsets.is_empty() {
+                continue;
+            }
+            let lease = self.state.next_lease;
+            let expires = now + lease_us;
+            self.emit(Effect::Lease {
+                part,
+                group,
+                lease,
+                offsets: offsets.clone(),
+                expires,
+                auto_ack: req.auto_ack,
+            })?;
+            let p = &self.state.parts[&part];
+            let c = &p.cursors[&group];
+            let messages = offsets
+                .iter()
+                .map(|o| (*o, c.attempts.get(o).copied().unwrap_or(0) + 1))
+                .collect();
+            return Ok(Some(PopResult {
+                queue: req.queue.clone(),
+                part,
+                partition: p.name.clone(),
+                group: group_name,
+                lease: (!req.auto_ack).then_some(lease),
+                lease_expires: expires,
+                messages,
+                spans: p.spans_for(&offsets),
+            }));
+        }
+        Ok(None)
+    }
+
+    /// An expired lease is settled as one failure per unsettled message before
+    /// anyone else may lease the partition; past the retry limit, dead-letter.
+    fn expire_if_due(&mut self, part: PartId, group: GroupId, opts: &QueueOptions) -> Planned<()> {
+        let Some(l) = self.state.parts[&part]
+            .cursors
+            .get(&group)
+            .and_then(|c| c.lease.as_ref())
+        else {
+            return Ok(());
+        };
+        if l.expires > self.ts {
+            return Ok(());
+        }
+        let lease = l.id;
+        let unsettled: Vec<u64> = l
+            .offsets
+            .iter()
+            .zip(&l.settled)
+            .filter(|(_, s)| !**s)
+            .map(|(o, _)| *o)
+            .collect();
+        self.emit(Effect::ExpireLease { part, group, lease })?;
+        for o in unsettled {
+            let attempts = self.state.parts[&part].cursors[&group]
+                .attempts
+                .get(&o)
+                .copied()
+                .unwrap_or(0);
+            if attempts > opts.retry_limit && opts.dlq_after_max_retries {
+                self.emit(Effect::Ack {
+                    part,
+                    group,
+                    lease,
+                    offset: o,
+                    status: AckStatus::Dlq,
+                    error: Some("lease expired past retryLimit".into()),
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Settle messages. I4: an ack naming a lease that is not live changes nothing.
+    pub fn ack(&mut self, group: Option<&str>, items: &[AckItem]) -> Vec<Planned<()>> {
+        let group_name = group.unwrap_or(QUEUE_MODE);
+        let Some(&gid) = self.state.group_ids.get(group_name) else {
+            let e = CoreError::not_found("group_not_found", format!("consumer group {group_name} has no leases"));
+            return items.iter().map(|_| Err(e.clone())).collect();
+        };
+        // Settle successes before nacks: a nack releases the lease, and the
+        // successes of the same batch must not be refused because of it.
+        let mut out: Vec<Planned<()>> = vec![Ok(()); items.len()];
+        let nack = |s: AckStatus| matches!(s, AckStatus::Failed | AckStatus::Retry);
+        for pass in [false, true] {
+            for (i, it) in items.iter().enumerate() {
+                if nack(it.status) == pass {
+                    out[i] = self.ack_one(gid, it);
+                }
+            }
+        }
+        out
+    }
+
+    fn ack_one(&mut self, group: GroupId, it: &AckItem) -> Planned<()> {
+        let now = self.ts;
+        let p = self
+            .state
+            .parts
+            .get(&it.part)
+            .ok_or_else(|| CoreError::not_found("partition_not_found", "no partition with that partitionId"))?;
+        let opts = self.state.queues[&p.queue].options.clone();
+        let lease = p.cursors.get(&group).and_then(|c| c.lease.as_ref()).ok_or_else(|| {
+            CoreError::new(
+                ErrorKind::Conflict,
+                "lease_not_live",
+                "no live lease for this group on the partition",
+            )
+        })?;
+        if it.lease.is_some_and(|l| l != lease.id) || lease.expires <= now {
+            return Err(CoreError::new(
+                ErrorKind::Conflict,
+                "lease_not_live",
+                "the lease named is expired, released or not this partition's",
+            ));
+        }
+        let pos = match (it.offset, &it.txid) {
+            (Some(o), _) => lease.offsets.iter().position(|x| *x == o),
+            (None, Some(t)) => {
+                let h = txid_hash(t);
+                lease.offsets.iter().position(|o| p.txid_at(*o) == Some(h))
+            }
+            (None, None) => {
+                return Err(CoreError::bad(
+                    "missing_field",
+                    "an ack names a transactionId or an offset",
+                ))
+            }
+        }
+        .ok_or_else(|| {
+            CoreError::new(
+                ErrorKind::Conflict,
+                "not_leased",
+                "that message is not in the group's live lease",
+            )
+        })?;
+        if lease.settled[pos] {
+            return Err(CoreError::new(
+                ErrorKind::Conflict,
+                "already_acked",
+                "that message was already acknowledged under this lease",
+            ));
+        }
+        let offset = lease.offsets[pos];
+        let lease_id = lease.id;
+        let attempts = p.cursors[&group].attempts.get(&offset).copied().unwrap_or(0);
+        let status = match it.status {
+            AckStatus::Failed if attempts + 1 > opts.retry_limit && opts.dlq_after_max_retries => AckStatus::Dlq,
+            s => s,
+        };
+        self.emit(Effect::Ack {
+            part: it.part,
+            group,
+            lease: lease_id,
+            offset,
+            status,
+            error: it.error.clone(),
+        })?;
+        if status != AckStatus::Completed {
+            self.pushed_queues.insert(self.state.parts[&it.part].queue);
+        }
+        Ok(())
+    }
+
+    pub fn extend(&mut self, lease: LeaseId, secs: Option<u64>) -> Planned<Micros> {
+        let (part, group) = *self
+            .state
+            .leases
+            .get(&lease)
+            .ok_or_else(|| CoreError::not_found("lease_not_found", "no such lease"))?;
+        let p = &self.state.parts[&part];
+        let l = p.cursors[&group]
+            .lease
+            .as_ref()
+            .filter(|l| l.id == lease && l.expires > self.ts);
+        if l.is_none() {
+            return Err(CoreError::new(
+                ErrorKind::Conflict,
+                "lease_not_live",
+                "the lease has expired or was released",
+            ));
+        }
+        let secs = secs.unwrap_or(self.state.queues[&p.queue].options.lease_time).max(1);
+        let expires = self.ts + secs * 1_000_000;
+        self.emit(Effect::ExtendLease {
+            part,
+            group,
+            lease,
+            expires,
+        })?;
+        Ok(expires)
+    }
+
+    /// Move a group's cursor on every partition of a queue (or one) to an offset or time.
+    pub fn seek(
+        &mut self,
+        group: &str,
+        queue: &str,
+        partition: Option<&str>,
+        to_ts: Option<Micros>,
+        to_end: bool,
+    ) -> Planned<u32> {
+        let q = *self
+            .state
+            .queue_ids
+            .get(queue)
+            .ok_or_else(|| CoreError::not_found("queue_not_found", format!("queue {queue} does not exist")))?;
+        let gid = self.ensure_group(group, None)?;
+        let parts: Vec<PartId> = self.state.queues[&q]
+            .parts
+            .iter()
+            .copied()
+            .filter(|p| partition.is_none_or(|n| self.state.parts[p].name == n))
+            .collect();
+        for part in &parts {
+            let p = &self.state.parts[part];
+            let offset = if to_end {
+                p.end
+            } else {
+                to_ts.map(|t| p.offset_at_ts(t)).unwrap_or(p.start)
+            };
+            self.emit(Effect::Seek {
+                part: *part,
+                group: gid,
+                offset,
+            })?;
+        }
+        Ok(parts.len() as u32)
+    }
+
+    pub fn delete_group(&mut self, group: &str) -> Planned<()> {
+        let gid =
+            *self.state.group_ids.get(group).ok_or_else(|| {
+                CoreError::not_found("group_not_found", format!("consumer group {group} does not exist"))
+            })?;
+        self.emit(Effect::DeleteGroup { group: gid })
+    }
+
+    pub fn delete_queue(&mut self, queue: &str) -> Planned<()> {
+        let q = *self
+            .state
+            .queue_ids
+            .get(queue)
+            .ok_or_else(|| CoreError::not_found("queue_not_found", format!("queue {queue} does not exist")))?;
+        self.emit(Effect::DeleteQueue { queue: q })
+    }
+
+    /// Retention: drop whole stored batches older than the queue's retention.
+    pub fn retention(&mut self) -> Planned<()> {
+        let now = self.ts;
+        let mut trims = Vec::new();
+        for q in self.state.queues.values() {
+            if q.options.retention_seconds == 0 {
+                continue;
+            }
+            let cutoff = now.saturating_sub(q.options.retention_seconds * 1_000_000);
+            for pid in &q.parts {
+                let p = &self.state.parts[pid];
+                let keep = p.batches.partition_point(|b| b.ts < cutoff);
+                let start = p.batches.get(keep).map(|b| b.base).unwrap_or(p.end);
+                if start > p.start {
+                    trims.push((*pid, start));
+                }
+            }
+        }
+        for (part, start) in trims {
+            self.emit(Effect::Trim { part, start })?;
+        }
+        Ok(())
+    }
+}
+
+/// Messages waiting in queue mode across a queue's partitions.
+pub fn queue_depth(state: &State, q: QueueId) -> u64 {
+    let gid = state.group_ids.get(QUEUE_MODE);
+    state.queues[&q]
+        .parts
+        .iter()
+        .map(|pid| partition_depth(state, *pid, gid.copied()))
+        .sum()
+}
+
+pub fn partition_depth(state: &State, part: PartId, group: Option<GroupId>) -> u64 {
+    let p = &state.parts[&part];
+    match group.and_then(|g| p.cursors.get(&g)) {
+        Some(c) => p
+            .end
+            .saturating_sub(c.next.max(p.start))
+            .saturating_sub(c.done.len() as u64),
+        None => p.end - p.start,
+    }
+}

@@ -1,0 +1,149 @@
+//! Read-only views of the state for the resources API and for fetch. Runs on
+//! the planner thread but only reads; message bytes are read later, off the
+//! planner, through the returned spans. Fetch stops at the durable watermark:
+//! a reader that does not write never sees what could still vanish.
+
+use crate::command::*;
+use crate::model::*;
+use crate::plan::partition_depth;
+use crate::state::{Queue, State};
+
+fn queue_view(state: &State, q: &Queue) -> QueueView {
+    let gid = state.group_ids.get(QUEUE_MODE).copied();
+    let partitions: Vec<PartitionView> = q
+        .parts
+        .iter()
+        .map(|pid| {
+            let p = &state.parts[pid];
+            PartitionView {
+                id: partition_uuid(*pid).to_string(),
+                name: p.name.clone(),
+                start: p.start,
+                end: p.end,
+                depth: partition_depth(state, *pid, gid),
+                leased: gid.and_then(|g| p.cursors.get(&g)).is_some_and(|c| c.lease.is_some()),
+            }
+        })
+        .collect();
+    QueueView {
+        name: q.name.clone(),
+        options: q.options.clone(),
+        depth: partitions.iter().map(|p| p.depth).sum(),
+        total: partitions.iter().map(|p| p.end - p.start).sum(),
+        partitions,
+        dead_letters: q.dlq.len() as u64,
+        created_at: q.created,
+    }
+}
+
+pub fn run(state: &State, q: Query) -> QueryResult {
+    match q {
+        Query::Queues => {
+            let mut v: Vec<QueueView> = state.queues.values().map(|q| queue_view(state, q)).collect();
+            v.sort_by(|a, b| a.name.cmp(&b.name));
+            QueryResult::Queues(v)
+        }
+        Query::Queue(name) => QueryResult::Queue(state.queue(&name).map(|q| queue_view(state, q))),
+        Query::Groups => {
+            let mut out = Vec::new();
+            for p in state.parts.values() {
+                let qname = state.queues.get(&p.queue).map(|q| q.name.clone()).unwrap_or_default();
+                for (gid, c) in &p.cursors {
+                    let Some(g) = state.groups.get(gid) else { continue };
+                    let offset = c.next.max(p.start);
+                    out.push(GroupView {
+                        name: g.name.clone(),
+                        queue: qname.clone(),
+                        partition: p.name.clone(),
+                        offset,
+                        end: p.end,
+                        lag: p.end.saturating_sub(offset).saturating_sub(c.done.len() as u64),
+                        leased: c.lease.is_some(),
+                    });
+                }
+            }
+            out.sort_by(|a, b| (&a.name, &a.queue, &a.partition).cmp(&(&b.name, &b.queue, &b.partition)));
+            QueryResult::Groups(out)
+        }
+        Query::Dlq { queue, limit } => {
+            let mut out = Vec::new();
+            for q in state.queues.values() {
+                if queue.as_ref().is_some_and(|n| *n != q.name) {
+                    continue;
+                }
+                for d in q.dlq.iter().rev().take(limit.saturating_sub(out.len())) {
+                    let p = state.parts.get(&d.part);
+                    out.push(DlqView {
+                        queue: q.name.clone(),
+                        partition: p.map(|p| p.name.clone()).unwrap_or_default(),
+                        part: d.part,
+                        offset: d.offset,
+                        group: state.groups.get(&d.group).map(|g| g.name.clone()).unwrap_or_default(),
+                        error: d.error.clone(),
+                        ts: d.ts,
+                        span: p.and_then(|p| p.spans_for(&[d.offset]).pop()),
+                    });
+                }
+            }
+            QueryResult::Dlq(out)
+        }
+        Query::Message { part, txid } => QueryResult::Message(state.parts.get(&part).and_then(|p| {
+            let h = txid_hash(&txid);
+            let i = p.txids.iter().rposition(|x| *x == h)?;
+            let offset = p.start + i as u64;
+            if offset >= p.durable_end() {
+                return None;
+            }
+            let q = state.queues.get(&p.queue)?;
+            Some((q.name.clone(), p.name.clone(), p.spans_for(&[offset]).pop()))
+        })),
+    }
+}
+
+pub fn fetch(state: &State, reqs: Vec<FetchRequest>) -> Vec<FetchResult> {
+    reqs.into_iter()
+        .map(|r| {
+            let mut res = FetchResult {
+                queue: r.queue.clone(),
+                partition: r.partition.clone(),
+                high_watermark: 0,
+                log_start: 0,
+                spans: Vec::new(),
+                from_offset: r.offset,
+                error: None,
+            };
+            let Some(p) = state.partition(&r.queue, &r.partition) else {
+                res.error = Some(CoreError::not_found(
+                    "partition_not_found",
+                    format!("{}/{} does not exist", r.queue, r.partition),
+                ));
+                return res;
+            };
+            let hw = p.durable_end();
+            res.high_watermark = hw;
+            res.log_start = p.start;
+            if r.offset < p.start || r.offset > hw {
+                res.error = Some(CoreError::bad(
+                    "offset_out_of_range",
+                    format!("offset {} is outside [{}, {}]", r.offset, p.start, hw),
+                ));
+                return res;
+            }
+            let Some(mut i) = p.batch_index(r.offset) else {
+                return res;
+            };
+            let mut bytes = 0u64;
+            let mut offsets = Vec::new();
+            while let Some(b) = p.batches.get(i) {
+                if b.base >= hw || (bytes > 0 && bytes + b.len as u64 > r.max_bytes) {
+                    break;
+                }
+                bytes += b.len as u64;
+                offsets.push(b.base.max(r.offset));
+                i += 1;
+            }
+            res.spans = p.spans_for(&offsets);
+            res
+        })
+        .collect()
+}

@@ -1,0 +1,520 @@
+//! The state machine: queues, partitions, cursors, leases, dead letters, and
+//! `apply`, the only code that changes them.
+//!
+//! Apply is a pure function of (state, entry) (I1): it reads no clock and no
+//! random source; every time, offset and id it needs is in the entry. The only
+//! way it can fail is the disk under the partition files, which stops the
+//! node (fail-stop) rather than letting replicas diverge.
+
+use crate::entry::{Effect, Entry};
+use crate::model::*;
+use crate::store::{PartitionFiles, ReadSpan, SegmentMark};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BatchMeta {
+    pub base: u64,
+    pub count: u32,
+    pub ts: Micros,
+    pub seg: u64,
+    pub pos: u64,
+    pub len: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Lease {
+    pub id: LeaseId,
+    pub offsets: Vec<u64>,
+    pub settled: Vec<bool>,
+    pub expires: Micros,
+}
+
+/// One group's progress through one partition.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Cursor {
+    /// Every offset below is settled.
+    pub next: u64,
+    /// Settled offsets at or above `next` (acks that arrived out of order).
+    pub done: BTreeSet<u64>,
+    /// Failures charged per offset (failed acks and expired leases).
+    pub attempts: HashMap<u64, u32>,
+    /// While a lease lives, no other consumer of the group gets this partition (FIFO).
+    pub lease: Option<Lease>,
+}
+
+impl Cursor {
+    fn settle(&mut self, offset: u64) {
+        self.attempts.remove(&offset);
+        if offset == self.next {
+            self.next += 1;
+            while self.done.remove(&self.next) {
+                self.next += 1;
+            }
+        } else if offset > self.next {
+            self.done.insert(offset);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeadLetter {
+    pub part: PartId,
+    pub offset: u64,
+    pub group: GroupId,
+    pub error: Option<String>,
+    pub ts: Micros,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Partition {
+    pub id: PartId,
+    pub queue: QueueId,
+    pub name: String,
+    pub created: Micros,
+    /// First offset still stored (retention moves it).
+    pub start: u64,
+    /// Next offset to assign (planned, not necessarily durable).
+    pub end: u64,
+    pub batches: VecDeque<BatchMeta>,
+    /// Transaction-id hash of every stored offset, so acks by transaction id
+    /// find their offset without reading the data.
+    pub txids: VecDeque<u64>,
+    pub cursors: HashMap<GroupId, Cursor>,
+    pub dedup: HashMap<u64, Micros>,
+    pub dedup_order: VecDeque<(Micros, u64)>,
+    pub marks: Vec<SegmentMark>,
+    #[serde(skip)]
+    pub files: Option<PartitionFiles>,
+    /// Offsets below are durable: readers that do not write (fetch) stop here.
+    #[serde(skip)]
+    pub durable: Arc<AtomicU64>,
+}
+
+impl Partition {
+    pub fn batch_index(&self, offset: u64) -> Option<usize> {
+        if offset < self.start || offset >= self.end {
+            return None;
+        }
+        let i = self.batches.partition_point(|b| b.base + b.count as u64 <= offset);
+        (i < self.batches.len()).then_some(i)
+    }
+
+    pub fn ts_of(&self, offset: u64) -> Option<Micros> {
+        self.batch_index(offset).map(|i| self.batches[i].ts)
+    }
+
+    pub fn txid_at(&self, offset: u64) -> Option<u64> {
+        offset
+            .checked_sub(self.start)
+            .and_then(|i| self.txids.get(i as usize).copied())
+    }
+
+    /// First offset written at or after `ts`.
+    pub fn offset_at_ts(&self, ts: Micros) -> u64 {
+        let i = self.batches.partition_point(|b| b.ts < ts);
+        self.batches.get(i).map(|b| b.base).unwrap_or(self.end)
+    }
+
+    /// Spans holding the given offsets (sorted ascending), one per batch.
+    pub fn spans_for(&self, offsets: &[u64]) -> Vec<ReadSpan> {
+        let mut out = Vec::new();
+        let mut last: Option<usize> = None;
+        let files = match &self.files {
+            Some(f) => f,
+            None => return out,
+        };
+        for &o in offsets {
+            if let Some(i) = self.batch_index(o) {
+                if last == Some(i) {
+                    continue;
+                }
+                last = Some(i);
+                let b = &self.batches[i];
+                if let Some(s) = files.span(b.seg, b.pos, b.len) {
+                    out.push(s);
+                }
+            }
+        }
+        out
+    }
+
+    pub fn durable_end(&self) -> u64 {
+        self.durable.load(Ordering::Acquire)
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Queue {
+    pub id: QueueId,
+    pub name: String,
+    pub options: QueueOptions,
+    pub created: Micros,
+    pub parts: Vec<PartId>,
+    pub part_by_name: HashMap<String, PartId>,
+    pub dlq: VecDeque<DeadLetter>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Group {
+    pub name: String,
+    pub from_ts: Option<Micros>,
+    pub created: Micros,
+}
+
+/// Where partition files live; not part of the replicated state.
+#[derive(Debug, Clone, Default)]
+pub struct StorageConfig {
+    pub data_dir: PathBuf,
+    pub segment_bytes: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("apply failed: {0}")]
+pub struct ApplyError(pub String);
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct State {
+    pub queues: HashMap<QueueId, Queue>,
+    pub queue_ids: HashMap<String, QueueId>,
+    pub parts: HashMap<PartId, Partition>,
+    pub groups: HashMap<GroupId, Group>,
+    pub group_ids: HashMap<String, GroupId>,
+    pub leases: HashMap<LeaseId, (PartId, GroupId)>,
+    pub next_queue: QueueId,
+    pub next_part: PartId,
+    pub next_group: GroupId,
+    pub next_lease: LeaseId,
+    /// Time of the last applied entry (I5).
+    pub last_ts: Micros,
+    /// Index of the last applied log entry.
+    pub applied_index: u64,
+    #[serde(skip)]
+    pub storage: StorageConfig,
+}
+
+impl State {
+    pub fn new(storage: StorageConfig) -> State {
+        State {
+            next_lease: 1,
+            storage,
+            ..Default::default()
+        }
+    }
+
+    pub fn part_dir(&self, id: PartId) -> PathBuf {
+        self.storage.data_dir.join("partitions").join(id.to_string())
+    }
+
+    pub fn queue(&self, name: &str) -> Option<&Queue> {
+        self.queue_ids.get(name).and_then(|id| self.queues.get(id))
+    }
+
+    pub fn partition(&self, queue: &str, name: &str) -> Option<&Partition> {
+        let q = self.queue(queue)?;
+        q.part_by_name.get(name).and_then(|p| self.parts.get(p))
+    }
+
+    /// Apply one log entry (replay and live planning both come through here).
+    pub fn apply(&mut self, entry: &Entry) -> Result<(), ApplyError> {
+        self.last_ts = self.last_ts.max(entry.ts);
+        for e in &entry.effects {
+            self.apply_effect(entry.ts, e)?;
+        }
+        Ok(())
+    }
+
+    pub fn apply_effect(&mut self, ts: Micros, e: &Effect) -> Result<(), ApplyError> {
+        match e {
+            Effect::Configure { queue, options } => {
+                if let Some(id) = self.queue_ids.get(queue) {
+                    if let Some(q) = self.queues.get_mut(id) {
+                        q.options = options.clone();
+                    }
+                } else {
+                    let id = self.next_queue;
+                    self.next_queue += 1;
+                    self.queue_ids.insert(queue.clone(), id);
+                    self.queues.insert(
+                        id,
+                        Queue {
+                            id,
+                            name: queue.clone(),
+                            options: options.clone(),
+                            created: ts,
+                            parts: Vec::new(),
+                            part_by_name: HashMap::new(),
+                            dlq: VecDeque::new(),
+                        },
+                    );
+                }
+            }
+            Effect::CreatePartition { queue, name } => {
+                let id = self.next_part;
+                self.next_part += 1;
+                let files = PartitionFiles::create(self.part_dir(id), self.storage.segment_bytes)
+                    .map_err(|e| ApplyError(format!("create partition dir: {e}")))?;
+                if let Some(q) = self.queues.get_mut(queue) {
+                    q.parts.push(id);
+                    q.part_by_name.insert(name.clone(), id);
+                }
+                self.parts.insert(
+                    id,
+                    Partition {
+                        id,
+                        queue: *queue,
+                        name: name.clone(),
+                        created: ts,
+                        start: 0,
+                        end: 0,
+                        batches: VecDeque::new(),
+                        txids: VecDeque::new(),
+                        cursors: HashMap::new(),
+                        dedup: HashMap::new(),
+                        dedup_order: VecDeque::new(),
+                        marks: Vec::new(),
+                        files: Some(files),
+                        durable: Arc::new(AtomicU64::new(0)),
+                    },
+                );
+            }
+            Effect::CreateGroup { name, from_ts } => {
+                let id = self.next_group;
+                self.next_group += 1;
+                self.group_ids.insert(name.clone(), id);
+                self.groups.insert(
+                    id,
+                    Group {
+                        name: name.clone(),
+                        from_ts: *from_ts,
+                        created: ts,
+                    },
+                );
+            }
+            Effect::Append {
+                part,
+                count,
+                txids,
+                dedup,
+                batch,
+            } => {
+                let window = self
+                    .parts
+                    .get(part)
+                    .and_then(|p| self.queues.get(&p.queue))
+                    .map(|q| q.options.dedup_window_seconds)
+                    .unwrap_or(0);
+                let Some(p) = self.parts.get_mut(part) else {
+                    return Ok(());
+                };
+                let files = p
+                    .files
+                    .as_mut()
+                    .ok_or_else(|| ApplyError("partition has no files".into()))?;
+                let (seg, pos) = files
+                    .append(p.end, batch)
+                    .map_err(|e| ApplyError(format!("append to partition {part}: {e}")))?;
+                p.batches.push_back(BatchMeta {
+                    base: p.end,
+                    count: *count,
+                    ts,
+                    seg,
+                    pos,
+                    len: batch.len() as u32,
+                });
+                p.txids.extend(txids.iter().copied());
+                p.end += *count as u64;
+                while let Some(&(exp, h)) = p.dedup_order.front() {
+                    if exp > ts {
+                        break;
+                    }
+                    p.dedup_order.pop_front();
+                    if p.dedup.get(&h) == Some(&exp) {
+                        p.dedup.remove(&h);
+                    }
+                }
+                let exp = ts + window * 1_000_000;
+                for h in dedup {
+                    p.dedup.insert(*h, exp);
+                    p.dedup_order.push_back((exp, *h));
+                }
+            }
+            Effect::Lease {
+                part,
+                group,
+                lease,
+                offsets,
+                expires,
+                auto_ack,
+            } => {
+                let from_ts = self.groups.get(group).and_then(|g| g.from_ts);
+                let Some(p) = self.parts.get_mut(part) else {
+                    return Ok(());
+                };
+                let init = match from_ts {
+                    Some(t) => p.offset_at_ts(t),
+                    None => p.start,
+                };
+                let c = p.cursors.entry(*group).or_insert_with(|| Cursor {
+                    next: init,
+                    ..Default::default()
+                });
+                if *auto_ack {
+                    for o in offsets {
+                        c.settle(*o);
+                    }
+                } else {
+                    c.lease = Some(Lease {
+                        id: *lease,
+                        offsets: offsets.clone(),
+                        settled: vec![false; offsets.len()],
+                        expires: *expires,
+                    });
+                    self.leases.insert(*lease, (*part, *group));
+                }
+                self.next_lease = self.next_lease.max(lease + 1);
+            }
+            Effect::ExpireLease { part, group, lease } => {
+                if let Some(c) = self.parts.get_mut(part).and_then(|p| p.cursors.get_mut(group)) {
+                    if c.lease.as_ref().map(|l| l.id) == Some(*lease) {
+                        let l = c.lease.take().expect("checked above");
+                        for (o, s) in l.offsets.iter().zip(&l.settled) {
+                            if !s {
+                                *c.attempts.entry(*o).or_insert(0) += 1;
+                            }
+                        }
+                    }
+                }
+                self.leases.remove(lease);
+            }
+            Effect::Ack {
+                part,
+                group,
+                lease,
+                offset,
+                status,
+                error,
+            } => {
+                let queue = self.parts.get(part).map(|p| p.queue);
+                let Some(c) = self.parts.get_mut(part).and_then(|p| p.cursors.get_mut(group)) else {
+                    return Ok(());
+                };
+                let mut released = false;
+                if let Some(l) = c.lease.as_mut().filter(|l| l.id == *lease) {
+                    if let Some(i) = l.offsets.iter().position(|o| o == offset) {
+                        l.settled[i] = true;
+                    }
+                    released = l.settled.iter().all(|s| *s);
+                }
+                match status {
+                    AckStatus::Completed => c.settle(*offset),
+                    AckStatus::Failed => *c.attempts.entry(*offset).or_insert(0) += 1,
+                    AckStatus::Retry => {}
+                    AckStatus::Dlq => {
+                        c.settle(*offset);
+                        if let Some(q) = queue.and_then(|q| self.queues.get_mut(&q)) {
+                            q.dlq.push_back(DeadLetter {
+                                part: *part,
+                                offset: *offset,
+                                group: *group,
+                                error: error.clone(),
+                                ts,
+                            });
+                        }
+                    }
+                }
+                // A nack releases the whole lease: the consumer drops the rest of
+                // the batch, and FIFO means redelivery restarts at the failed message.
+                if released || matches!(status, AckStatus::Failed | AckStatus::Retry) {
+                    c.lease = None;
+                    self.leases.remove(lease);
+                }
+            }
+            Effect::ExtendLease {
+                part,
+                group,
+                lease,
+                expires,
+            } => {
+                if let Some(l) = self
+                    .parts
+                    .get_mut(part)
+                    .and_then(|p| p.cursors.get_mut(group))
+                    .and_then(|c| c.lease.as_mut())
+                    .filter(|l| l.id == *lease)
+                {
+                    l.expires = *expires;
+                }
+            }
+            Effect::Seek { part, group, offset } => {
+                if let Some(p) = self.parts.get_mut(part) {
+                    let c = p.cursors.entry(*group).or_default();
+                    if let Some(l) = c.lease.take() {
+                        self.leases.remove(&l.id);
+                    }
+                    *c = Cursor {
+                        next: *offset,
+                        ..Default::default()
+                    };
+                }
+            }
+            Effect::DeleteGroup { group } => {
+                for p in self.parts.values_mut() {
+                    if let Some(c) = p.cursors.remove(group) {
+                        if let Some(l) = c.lease {
+                            self.leases.remove(&l.id);
+                        }
+                    }
+                }
+                if let Some(g) = self.groups.remove(group) {
+                    self.group_ids.remove(&g.name);
+                }
+            }
+            Effect::Trim { part, start } => {
+                if let Some(p) = self.parts.get_mut(part) {
+                    let start = (*start).min(p.end);
+                    while p.start < start {
+                        p.txids.pop_front();
+                        p.start += 1;
+                    }
+                    while p.batches.front().is_some_and(|b| b.base + b.count as u64 <= start) {
+                        p.batches.pop_front();
+                    }
+                    if let Some(f) = p.files.as_mut() {
+                        f.delete_below(start);
+                    }
+                    for c in p.cursors.values_mut() {
+                        if c.next < start {
+                            c.next = start;
+                            c.done = c.done.split_off(&start);
+                            while c.done.remove(&c.next) {
+                                c.next += 1;
+                            }
+                        }
+                    }
+                }
+            }
+            Effect::DeleteQueue { queue } => {
+                if let Some(q) = self.queues.remove(queue) {
+                    self.queue_ids.remove(&q.name);
+                    for pid in q.parts {
+                        if let Some(mut p) = self.parts.remove(&pid) {
+                            for c in p.cursors.values() {
+                                if let Some(l) = &c.lease {
+                                    self.leases.remove(&l.id);
+                                }
+                            }
+                            if let Some(f) = p.files.as_mut() {
+                                f.remove_all();
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

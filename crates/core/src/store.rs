@@ -1,0 +1,205 @@
+//! Per-partition segment files holding RecordBatch v2 bytes.
+//!
+//! Owns the files under `<data>/partitions/<part id>/`. Apply appends here
+//! (page cache only); checkpoints sync; retention deletes whole segments.
+//! Must never be the durable copy of anything newer than the last checkpoint:
+//! the WAL is, and recovery truncates these files back to the checkpoint's
+//! lengths before replaying it.
+
+use serde::{Deserialize, Serialize};
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[derive(Debug)]
+pub struct Segment {
+    pub base: u64,
+    pub file: Arc<File>,
+    pub len: u64,
+    /// Written since the last checkpoint sync.
+    pub dirty: bool,
+}
+
+/// What a checkpoint records of one partition's files.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SegmentMark {
+    pub base: u64,
+    pub len: u64,
+}
+
+#[derive(Debug)]
+pub struct PartitionFiles {
+    dir: PathBuf,
+    segment_bytes: u64,
+    pub segments: Vec<Segment>,
+}
+
+/// Where a stored batch lives, for readers off the planner thread.
+#[derive(Debug, Clone)]
+pub struct ReadSpan {
+    pub file: Arc<File>,
+    pub pos: u64,
+    pub len: u32,
+}
+
+impl ReadSpan {
+    pub fn read(&self) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; self.len as usize];
+        self.file.read_exact_at(&mut buf, self.pos)?;
+        Ok(buf)
+    }
+}
+
+fn seg_path(dir: &Path, base: u64) -> PathBuf {
+    dir.join(format!("{base:020}.seg"))
+}
+
+fn open_rw(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
+
+impl PartitionFiles {
+    pub fn create(dir: PathBuf, segment_bytes: u64) -> io::Result<PartitionFiles> {
+        fs::create_dir_all(&dir)?;
+        Ok(PartitionFiles {
+            dir,
+            segment_bytes,
+            segments: Vec::new(),
+        })
+    }
+
+    /// Reopen after a crash to exactly the checkpointed marks: later bytes are
+    /// rewritten by WAL replay, unknown segment files are removed.
+    pub fn restore(dir: PathBuf, segment_bytes: u64, marks: &[SegmentMark]) -> io::Result<PartitionFiles> {
+        fs::create_dir_all(&dir)?;
+        let keep: Vec<PathBuf> = marks.iter().map(|m| seg_path(&dir, m.base)).collect();
+        for ent in fs::read_dir(&dir)? {
+            let p = ent?.path();
+            if !keep.contains(&p) {
+                fs::remove_file(&p)?;
+            }
+        }
+        let mut segments = Vec::new();
+        for m in marks {
+            let path = seg_path(&dir, m.base);
+            let file = open_rw(&path)?;
+            let actual = file.metadata()?.len();
+            if actual < m.len {
+                tracing::warn!(path = %path.display(), actual, expected = m.len, "segment shorter than its checkpoint mark");
+            }
+            file.set_len(m.len)?;
+            segments.push(Segment {
+                base: m.base,
+                file: Arc::new(file),
+                len: m.len,
+                dirty: false,
+            });
+        }
+        Ok(PartitionFiles {
+            dir,
+            segment_bytes,
+            segments,
+        })
+    }
+
+    pub fn marks(&self) -> Vec<SegmentMark> {
+        self.segments
+            .iter()
+            .map(|s| SegmentMark {
+                base: s.base,
+                len: s.len,
+            })
+            .collect()
+    }
+
+    /// Append a batch whose first offset is `base`; returns (segment base, position).
+    pub fn append(&mut self, base: u64, bytes: &[u8]) -> io::Result<(u64, u64)> {
+        let rotate = match self.segments.last() {
+            None => true,
+            Some(s) => s.len >= self.segment_bytes,
+        };
+        if rotate {
+            let file = open_rw(&seg_path(&self.dir, base))?;
+            file.set_len(0)?;
+            self.segments.push(Segment {
+                base,
+                file: Arc::new(file),
+                len: 0,
+                dirty: true,
+            });
+        }
+        let seg = self.segments.last_mut().expect("a segment exists after rotation");
+        seg.file.write_all_at(bytes, seg.len)?;
+        let pos = seg.len;
+        seg.len += bytes.len() as u64;
+        seg.dirty = true;
+        Ok((seg.base, pos))
+    }
+
+    pub fn span(&self, seg_base: u64, pos: u64, len: u32) -> Option<ReadSpan> {
+        let i = self.segments.binary_search_by_key(&seg_base, |s| s.base).ok()?;
+        Some(ReadSpan {
+            file: self.segments[i].file.clone(),
+            pos,
+            len,
+        })
+    }
+
+    /// Files to sync at a checkpoint; marks them clean.
+    pub fn take_dirty(&mut self) -> Vec<Arc<File>> {
+        self.segments
+            .iter_mut()
+            .filter(|s| s.dirty)
+            .map(|s| {
+                s.dirty = false;
+                s.file.clone()
+            })
+            .collect()
+    }
+
+    /// Delete segments that hold only offsets below `start` (never the active one).
+    pub fn delete_below(&mut self, start: u64) {
+        while self.segments.len() > 1 && self.segments[1].base <= start {
+            let s = self.segments.remove(0);
+            if let Err(e) = fs::remove_file(seg_path(&self.dir, s.base)) {
+                tracing::warn!(error = %e, "could not delete a retained-out segment");
+            }
+        }
+    }
+
+    pub fn remove_all(&mut self) {
+        self.segments.clear();
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn append_rotate_restore_and_delete() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("p");
+        let mut f = PartitionFiles::create(dir.clone(), 10).unwrap();
+        assert_eq!(f.append(0, b"0123456789ab").unwrap(), (0, 0));
+        assert_eq!(f.append(1, b"xyz").unwrap(), (1, 0));
+        assert_eq!(f.append(2, b"uvw").unwrap(), (1, 3));
+        assert_eq!(f.span(1, 3, 3).unwrap().read().unwrap(), b"uvw");
+        let marks = f.marks();
+        f.append(3, b"late").unwrap();
+        let mut r = PartitionFiles::restore(dir.clone(), 10, &marks).unwrap();
+        assert_eq!(r.marks(), marks);
+        assert_eq!(r.segments[1].file.metadata().unwrap().len(), 6);
+        r.delete_below(1);
+        assert_eq!(r.segments.len(), 1);
+        assert!(!seg_path(&dir, 0).exists());
+    }
+}

@@ -1,0 +1,304 @@
+//! Configure, resources, consumer groups, dead letters and health: the
+//! administrative routes. Read-only views come from the engine's queries.
+
+use crate::body::JsonBody;
+use crate::error::ApiError;
+use crate::render::{iso_ms, iso_us, parse_iso, payload_json, read_records};
+use crate::App;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use baton_core::{parse_partition_uuid, partition_uuid, ConfigureMode, OptionsPatch, QueryResult};
+use serde::Deserialize;
+use serde_json::json;
+
+pub async fn health(State(app): State<App>) -> Response {
+    match app.engine.failure() {
+        None => Json(json!({"status": "healthy", "database": "baton-wal", "version": env!("CARGO_PKG_VERSION")}))
+            .into_response(),
+        Some(reason) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "failed", "error": reason, "code": "storage_failed"})),
+        )
+            .into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigureBody {
+    queue: String,
+    #[serde(default)]
+    options: Option<OptionsPatch>,
+    #[serde(default)]
+    mode: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    task: Option<String>,
+}
+
+pub async fn configure(State(app): State<App>, JsonBody(b): JsonBody<ConfigureBody>) -> Result<Response, ApiError> {
+    let mode = match b.mode.as_deref() {
+        None | Some("merge") => ConfigureMode::Merge,
+        Some("replace") => ConfigureMode::Replace,
+        Some(m) => {
+            return Err(ApiError::bad(
+                "invalid_mode",
+                format!("mode is merge or replace, not {m:?}"),
+            ))
+        }
+    };
+    let opts = app
+        .engine
+        .configure(b.queue.clone(), b.options.unwrap_or_default(), mode)
+        .await?;
+    Ok(
+        Json(json!({"configured": true, "queue": b.queue, "namespace": b.namespace, "task": b.task, "options": opts}))
+            .into_response(),
+    )
+}
+
+async fn all_queues(app: &App) -> Result<Vec<baton_core::QueueView>, ApiError> {
+    match app.engine.query(baton_core::Query::Queues).await? {
+        QueryResult::Queues(v) => Ok(v),
+        _ => unreachable!("Queues answers Queues"),
+    }
+}
+
+fn queue_json(q: &baton_core::QueueView) -> serde_json::Value {
+    json!({
+        "name": q.name,
+        "createdAt": iso_us(q.created_at),
+        "options": q.options,
+        "partitions": q.partitions.len(),
+        "partitionList": q.partitions,
+        "messages": {"total": q.total, "pending": q.depth, "deadLetter": q.dead_letters},
+        "depth": q.depth,
+    })
+}
+
+pub async fn overview(State(app): State<App>) -> Result<Response, ApiError> {
+    let qs = all_queues(&app).await?;
+    let c = app.engine.counters();
+    use std::sync::atomic::Ordering::Relaxed;
+    Ok(Json(json!({
+        "queues": qs.len(),
+        "partitions": qs.iter().map(|q| q.partitions.len()).sum::<usize>(),
+        "messages": {
+            "total": qs.iter().map(|q| q.total).sum::<u64>(),
+            "pending": qs.iter().map(|q| q.depth).sum::<u64>(),
+            "deadLetter": qs.iter().map(|q| q.dead_letters).sum::<u64>(),
+        },
+        "counters": {"pushed": c.pushed.load(Relaxed), "popped": c.popped.load(Relaxed), "acked": c.acked.load(Relaxed)},
+    }))
+    .into_response())
+}
+
+pub async fn queues(State(app): State<App>) -> Result<Response, ApiError> {
+    let qs = all_queues(&app).await?;
+    Ok(Json(json!({"queues": qs.iter().map(queue_json).collect::<Vec<_>>()})).into_response())
+}
+
+async fn one_queue(app: &App, name: &str) -> Result<baton_core::QueueView, ApiError> {
+    match app.engine.query(baton_core::Query::Queue(name.to_string())).await? {
+        QueryResult::Queue(Some(q)) => Ok(q),
+        QueryResult::Queue(None) => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "queue_not_found",
+            format!("queue {name} does not exist"),
+        )),
+        _ => unreachable!("Queue answers Queue"),
+    }
+}
+
+pub async fn queue(State(app): State<App>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    Ok(Json(queue_json(&one_queue(&app, &name).await?)).into_response())
+}
+
+pub async fn depth(State(app): State<App>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    let q = one_queue(&app, &name).await?;
+    let parts: Vec<_> = q
+        .partitions
+        .iter()
+        .map(|p| json!({"partition": p.name, "depth": p.depth}))
+        .collect();
+    Ok(Json(json!({"queue": q.name, "depth": q.depth, "partitions": parts})).into_response())
+}
+
+pub async fn delete_queue(State(app): State<App>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    match app.engine.delete_queue(name.clone()).await {
+        Ok(()) => Ok(Json(json!({"deleted": true, "queue": name})).into_response()),
+        Err(e) if e.kind == baton_core::ErrorKind::NotFound => {
+            Ok(Json(json!({"deleted": false, "queue": name})).into_response())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn all_groups(app: &App) -> Result<Vec<baton_core::GroupView>, ApiError> {
+    match app.engine.query(baton_core::Query::Groups).await? {
+        QueryResult::Groups(v) => Ok(v),
+        _ => unreachable!("Groups answers Groups"),
+    }
+}
+
+fn groups_json(gs: &[baton_core::GroupView]) -> Vec<serde_json::Value> {
+    let mut names: Vec<&str> = gs.iter().map(|g| g.name.as_str()).collect();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|n| {
+            let parts: Vec<_> = gs.iter().filter(|g| g.name == n).collect();
+            json!({
+                "name": n,
+                "totalLag": parts.iter().map(|g| g.lag).sum::<u64>(),
+                "partitions": parts,
+            })
+        })
+        .collect()
+}
+
+pub async fn groups(State(app): State<App>) -> Result<Response, ApiError> {
+    Ok(Json(groups_json(&all_groups(&app).await?)).into_response())
+}
+
+pub async fn group(State(app): State<App>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    let gs: Vec<_> = all_groups(&app).await?.into_iter().filter(|g| g.name == name).collect();
+    match groups_json(&gs).pop() {
+        Some(g) => Ok(Json(g).into_response()),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "group_not_found",
+            format!("consumer group {name} does not exist"),
+        )),
+    }
+}
+
+pub async fn delete_group(State(app): State<App>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    app.engine.delete_group(name.clone()).await?;
+    Ok(Json(json!({"success": true, "deleted": name})).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SeekBody {
+    #[serde(default)]
+    timestamp: Option<String>,
+    #[serde(default)]
+    to_end: Option<bool>,
+    #[serde(default)]
+    partition: Option<String>,
+}
+
+pub async fn seek(
+    State(app): State<App>,
+    Path((group, queue)): Path<(String, String)>,
+    JsonBody(b): JsonBody<SeekBody>,
+) -> Result<Response, ApiError> {
+    let to_ts = match b.timestamp.as_deref() {
+        None => None,
+        Some(t) => Some(parse_iso(t).ok_or_else(|| ApiError::bad("invalid_timestamp", "timestamp must be RFC 3339"))?),
+    };
+    let n = app
+        .engine
+        .seek(
+            group.clone(),
+            queue.clone(),
+            b.partition,
+            to_ts,
+            b.to_end.unwrap_or(false),
+        )
+        .await?;
+    Ok(Json(json!({"success": true, "consumerGroup": group, "queue": queue, "partitions": n})).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DlqParams {
+    queue: Option<String>,
+    limit: Option<usize>,
+    offset: Option<usize>,
+    consumer_group: Option<String>,
+    partition: Option<String>,
+}
+
+pub async fn dlq(
+    State(app): State<App>,
+    q: Result<Query<DlqParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(q) = q.map_err(|e| ApiError::bad("invalid_query", e.body_text()))?;
+    let limit = q.limit.unwrap_or(100).min(10_000);
+    let skip = q.offset.unwrap_or(0);
+    let rows = match app
+        .engine
+        .query(baton_core::Query::Dlq {
+            queue: q.queue.clone(),
+            limit: usize::MAX,
+        })
+        .await?
+    {
+        QueryResult::Dlq(v) => v,
+        _ => unreachable!("Dlq answers Dlq"),
+    };
+    let rows: Vec<_> = rows
+        .into_iter()
+        .filter(|d| q.consumer_group.as_ref().is_none_or(|g| *g == d.group))
+        .filter(|d| q.partition.as_ref().is_none_or(|p| *p == d.partition))
+        .collect();
+    let total = rows.len();
+    let mut messages = Vec::new();
+    for d in rows.into_iter().skip(skip).take(limit) {
+        let rec = d
+            .span
+            .as_ref()
+            .and_then(|s| read_records(std::slice::from_ref(s), |o| o == d.offset).ok())
+            .and_then(|mut v| v.pop());
+        messages.push(json!({
+            "id": baton_core::message_uuid(d.part, d.offset).to_string(),
+            "messageId": baton_core::message_uuid(d.part, d.offset).to_string(),
+            "partitionId": partition_uuid(d.part).to_string(),
+            "transactionId": rec.as_ref().and_then(|r| r.txid.clone()),
+            "consumerGroup": d.group,
+            "errorMessage": d.error,
+            "originalCreatedAt": rec.as_ref().map(|r| iso_ms(r.timestamp_ms)),
+            "movedToDlqAt": iso_us(d.ts),
+            "queueName": d.queue,
+            "partitionName": d.partition,
+            "offset": d.offset,
+            "data": payload_json(rec.as_ref().and_then(|r| r.value.as_deref())),
+        }));
+    }
+    Ok(Json(json!({"messages": messages, "total": total, "limit": limit, "offset": skip})).into_response())
+}
+
+pub async fn message(State(app): State<App>, Path((pid, txid)): Path<(String, String)>) -> Result<Response, ApiError> {
+    let part = parse_partition_uuid(&pid)
+        .ok_or_else(|| ApiError::bad("invalid_partition_id", format!("{pid:?} is not a Baton partition id")))?;
+    let found = match app
+        .engine
+        .query(baton_core::Query::Message {
+            part,
+            txid: txid.clone(),
+        })
+        .await?
+    {
+        QueryResult::Message(m) => m,
+        _ => unreachable!("Message answers Message"),
+    };
+    let not_found = || ApiError::new(StatusCode::NOT_FOUND, "message_not_found", "no such message");
+    let (queue, partition, span) = found.ok_or_else(not_found)?;
+    let span = span.ok_or_else(not_found)?;
+    let rec = read_records(std::slice::from_ref(&span), |_| true)
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?
+        .into_iter()
+        .find(|r| r.txid.as_deref() == Some(txid.as_str()))
+        .ok_or_else(not_found)?;
+    Ok(Json(json!({
+        "id": baton_core::message_uuid(part, rec.offset).to_string(),
+        "transactionId": txid, "queue": queue, "partition": partition, "partitionId": pid,
+        "offset": rec.offset, "createdAt": iso_ms(rec.timestamp_ms), "data": payload_json(rec.value.as_deref()),
+    }))
+    .into_response())
+}

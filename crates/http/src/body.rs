@@ -1,0 +1,66 @@
+//! Request bodies: read with a size limit and parsed as JSON, so that a body
+//! too large is a 413 and a malformed or mistyped one a 400, each with the
+//! standard error body (axum's own rejections are plain text).
+
+use crate::error::ApiError;
+use crate::App;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
+
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<App> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &App) -> Result<Self, Self::Rejection> {
+        let limit = state.cfg.max_body_bytes;
+        let bytes = axum::body::to_bytes(req.into_body(), limit).await.map_err(|_| {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!("request body is larger than {limit} bytes"),
+            )
+        })?;
+        parse(&bytes).map(JsonBody)
+    }
+}
+
+pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.is_empty() {
+        return Err(ApiError::bad(
+            "empty_body",
+            "request body is empty; a JSON object is required",
+        ));
+    }
+    serde_json::from_slice(bytes).map_err(|e| {
+        let code = if e.is_syntax() || e.is_eof() {
+            "invalid_json"
+        } else {
+            "invalid_request"
+        };
+        ApiError::bad(code, format!("request body: {e}"))
+    })
+}
+
+/// A body that may be absent (Queen's lease extend sends none).
+pub struct OptionalJson<T>(pub Option<T>);
+
+impl<T: DeserializeOwned> FromRequest<App> for OptionalJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &App) -> Result<Self, Self::Rejection> {
+        let limit = state.cfg.max_body_bytes;
+        let bytes = axum::body::to_bytes(req.into_body(), limit).await.map_err(|_| {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                "request body too large",
+            )
+        })?;
+        if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+            return Ok(OptionalJson(None));
+        }
+        parse(&bytes).map(|v| OptionalJson(Some(v)))
+    }
+}

@@ -1,0 +1,332 @@
+//! Pop (with long poll), ack, lease extend and fetch.
+//!
+//! A long poll waits on the queue's notifier, which the engine fires after a
+//! push to that queue is durable or a lease is released; it never spins on a
+//! timer. Message bytes are read and decoded here, off the planner.
+
+use crate::body::{JsonBody, OptionalJson};
+use crate::error::ApiError;
+use crate::render::{iso_ms, iso_us, parse_iso, payload_json, read_records};
+use crate::App;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use baton_core::{
+    message_uuid, parse_lease_uuid, parse_partition_uuid, partition_uuid, AckItem, AckStatus, ErrorKind, FetchRequest,
+    PopRequest, PopResult, QUEUE_MODE,
+};
+use serde::Deserialize;
+use serde_json::json;
+use std::time::Duration;
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PopParams {
+    batch: Option<u32>,
+    wait: Option<bool>,
+    timeout: Option<u64>,
+    consumer_group: Option<String>,
+    subscription_mode: Option<String>,
+    subscription_from: Option<String>,
+    auto_ack: Option<bool>,
+    lease_seconds: Option<u64>,
+}
+
+pub async fn pop_queue(
+    State(app): State<App>,
+    Path(queue): Path<String>,
+    q: Result<Query<PopParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    pop(app, queue, None, q).await
+}
+
+pub async fn pop_partition(
+    State(app): State<App>,
+    Path((queue, partition)): Path<(String, String)>,
+    q: Result<Query<PopParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    pop(app, queue, Some(partition), q).await
+}
+
+async fn pop(
+    app: App,
+    queue: String,
+    partition: Option<String>,
+    q: Result<Query<PopParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(q) = q.map_err(|e| ApiError::bad("invalid_query", e.body_text()))?;
+    let batch = q.batch.unwrap_or(app.cfg.default_batch);
+    if batch == 0 || batch > 10_000 {
+        return Err(ApiError::bad("invalid_batch", "batch must be between 1 and 10000"));
+    }
+    let from_ts = match (q.subscription_from.as_deref(), q.subscription_mode.as_deref()) {
+        (Some("now"), _) | (None, Some("new" | "new-only")) => Some(baton_core::wall_micros()),
+        (Some(ts), _) => Some(parse_iso(ts).ok_or_else(|| {
+            ApiError::bad(
+                "invalid_subscription_from",
+                "subscriptionFrom is 'now' or an RFC 3339 time",
+            )
+        })?),
+        (None, None | Some("all" | "from_beginning" | "")) => None,
+        (None, Some(m)) => {
+            return Err(ApiError::bad(
+                "invalid_subscription_mode",
+                format!("unknown subscriptionMode {m}"),
+            ))
+        }
+    };
+    let req = PopRequest {
+        queue: queue.clone(),
+        partition,
+        group: q.consumer_group.filter(|g| !g.is_empty() && g != QUEUE_MODE),
+        batch,
+        lease_secs: q.lease_seconds,
+        from_ts,
+        auto_ack: q.auto_ack.unwrap_or(false),
+    };
+    let wait = q.wait.unwrap_or(false);
+    let timeout = Duration::from_millis(q.timeout.unwrap_or(30_000).min(app.cfg.max_wait_ms));
+    let deadline = tokio::time::Instant::now() + timeout;
+    let notify = app.engine.notifier(&queue);
+    loop {
+        let woken = notify.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        match app.engine.pop(req.clone()).await {
+            Ok(Some(r)) => return render_pop(r),
+            Ok(None) => {}
+            // A consumer may start before its queue exists: that is "nothing yet".
+            Err(e) if e.kind == ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+        if !wait || tokio::time::Instant::now() >= deadline {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        if tokio::time::timeout_at(deadline, woken).await.is_err() {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+    }
+}
+
+fn render_pop(r: PopResult) -> Result<Response, ApiError> {
+    let want: std::collections::HashMap<u64, u32> = r.messages.iter().copied().collect();
+    let recs = read_records(&r.spans, |o| want.contains_key(&o))
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?;
+    let pid = partition_uuid(r.part).to_string();
+    let lease = r.lease.map(|l| baton_core::lease_uuid(l).to_string());
+    let messages: Vec<_> = recs
+        .iter()
+        .map(|m| {
+            let attempt = want.get(&m.offset).copied().unwrap_or(1);
+            json!({
+                "id": message_uuid(r.part, m.offset).to_string(),
+                "transactionId": m.txid.clone().unwrap_or_else(|| format!("{}-{}", r.partition, m.offset)),
+                "traceId": null,
+                "data": payload_json(m.value.as_deref()),
+                "createdAt": iso_ms(m.timestamp_ms),
+                "partitionId": pid,
+                "partition": r.partition,
+                "queue": r.queue,
+                "leaseId": lease,
+                "consumerGroup": r.group,
+                "retryCount": attempt - 1,
+                "deliveryAttempt": attempt,
+                "offset": m.offset,
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "success": true,
+        "queue": r.queue,
+        "partition": r.partition,
+        "partitionId": pid,
+        "leaseId": lease,
+        "leaseExpiresAt": r.lease.map(|_| iso_us(r.lease_expires)),
+        "consumerGroup": r.group,
+        "partitionsClaimed": 1,
+        "messages": messages,
+    }))
+    .into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AckBody {
+    transaction_id: Option<String>,
+    partition_id: Option<String>,
+    offset: Option<u64>,
+    lease_id: Option<String>,
+    status: Option<String>,
+    error: Option<String>,
+    consumer_group: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AckBatchBody {
+    acknowledgments: Vec<AckBody>,
+    consumer_group: Option<String>,
+}
+
+fn ack_item(i: usize, a: &AckBody) -> Result<AckItem, ApiError> {
+    let pid = a
+        .partition_id
+        .as_deref()
+        .ok_or_else(|| ApiError::bad("missing_field", format!("ack {i}: partitionId is required")))?;
+    let part = parse_partition_uuid(pid).ok_or_else(|| {
+        ApiError::bad(
+            "invalid_partition_id",
+            format!("ack {i}: partitionId {pid:?} is not a Baton partition id"),
+        )
+    })?;
+    let lease = match a.lease_id.as_deref() {
+        None | Some("") => None,
+        Some(l) => Some(parse_lease_uuid(l).ok_or_else(|| {
+            ApiError::bad(
+                "invalid_lease_id",
+                format!("ack {i}: leaseId {l:?} is not a Baton lease id"),
+            )
+        })?),
+    };
+    if a.transaction_id.is_none() && a.offset.is_none() {
+        return Err(ApiError::bad(
+            "missing_field",
+            format!("ack {i}: transactionId (or offset) is required"),
+        ));
+    }
+    let status = match a.status.as_deref() {
+        None => AckStatus::Completed,
+        Some(s) => AckStatus::parse(s)
+            .ok_or_else(|| ApiError::bad("invalid_status", format!("ack {i}: unknown status {s:?}")))?,
+    };
+    Ok(AckItem {
+        part,
+        txid: a.transaction_id.clone(),
+        offset: a.offset,
+        lease,
+        status,
+        error: a.error.clone(),
+    })
+}
+
+async fn do_ack(app: &App, group: Option<String>, acks: &[AckBody]) -> Result<Vec<serde_json::Value>, ApiError> {
+    if acks.is_empty() {
+        return Err(ApiError::bad(
+            "empty_items",
+            "acknowledgments must hold at least one item",
+        ));
+    }
+    let items = acks
+        .iter()
+        .enumerate()
+        .map(|(i, a)| ack_item(i, a))
+        .collect::<Result<Vec<_>, _>>()?;
+    let group = group.filter(|g| !g.is_empty() && g != QUEUE_MODE);
+    let res = app.engine.ack(group, items).await?;
+    Ok(res
+        .into_iter()
+        .zip(acks)
+        .enumerate()
+        .map(|(i, (r, a))| match r {
+            Ok(()) => json!({"index": i, "transactionId": a.transaction_id, "success": true, "error": null}),
+            Err(e) => json!({"index": i, "transactionId": a.transaction_id, "success": false, "error": e.message, "code": e.code}),
+        })
+        .collect())
+}
+
+pub async fn ack_one(State(app): State<App>, JsonBody(body): JsonBody<AckBody>) -> Result<Response, ApiError> {
+    let group = body.consumer_group.clone();
+    let out = do_ack(&app, group, std::slice::from_ref(&body)).await?;
+    Ok(Json(out).into_response())
+}
+
+pub async fn ack_batch(State(app): State<App>, JsonBody(body): JsonBody<AckBatchBody>) -> Result<Response, ApiError> {
+    let group = body
+        .consumer_group
+        .clone()
+        .or_else(|| body.acknowledgments.first().and_then(|a| a.consumer_group.clone()));
+    let out = do_ack(&app, group, &body.acknowledgments).await?;
+    Ok(Json(out).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtendBody {
+    seconds: Option<u64>,
+    lease_seconds: Option<u64>,
+}
+
+pub async fn extend(
+    State(app): State<App>,
+    Path(lease): Path<String>,
+    OptionalJson(body): OptionalJson<ExtendBody>,
+) -> Result<Response, ApiError> {
+    let id = parse_lease_uuid(&lease)
+        .ok_or_else(|| ApiError::bad("invalid_lease_id", format!("{lease:?} is not a Baton lease id")))?;
+    let secs = body.and_then(|b| b.seconds.or(b.lease_seconds));
+    match app.engine.extend(id, secs).await {
+        Ok(exp) => Ok(
+            Json(json!({"leaseId": lease, "success": true, "renewed": 1, "newExpiresAt": iso_us(exp)})).into_response(),
+        ),
+        Err(e) if e.kind == ErrorKind::Unavailable => Err(e.into()),
+        Err(e) => {
+            Ok(Json(json!({"leaseId": lease, "success": false, "error": e.message, "code": e.code})).into_response())
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FetchBody {
+    entries: Vec<FetchEntry>,
+    max_bytes: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FetchEntry {
+    queue: String,
+    partition: Option<String>,
+    offset: u64,
+    max_bytes: Option<u64>,
+}
+
+pub async fn fetch(State(app): State<App>, JsonBody(body): JsonBody<FetchBody>) -> Result<Response, ApiError> {
+    if body.entries.is_empty() || body.entries.len() > 1000 {
+        return Err(ApiError::bad("invalid_entries", "entries must hold 1 to 1000 items"));
+    }
+    let default_max = body.max_bytes.unwrap_or(1 << 20);
+    let reqs = body
+        .entries
+        .iter()
+        .map(|e| FetchRequest {
+            queue: e.queue.clone(),
+            partition: e
+                .partition
+                .clone()
+                .unwrap_or_else(|| baton_core::DEFAULT_PARTITION.into()),
+            offset: e.offset,
+            max_bytes: e.max_bytes.unwrap_or(default_max),
+        })
+        .collect();
+    let results = app.engine.fetch(reqs).await?;
+    let mut entries = Vec::new();
+    for r in results {
+        let recs = read_records(&r.spans, |o| o >= r.from_offset && o < r.high_watermark)
+            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?;
+        let records: Vec<_> = recs
+            .iter()
+            .map(|m| json!({"offset": m.offset, "transactionId": m.txid, "payload": payload_json(m.value.as_deref()), "ts": m.timestamp_ms}))
+            .collect();
+        let error = r.error.map(|e| match e.code {
+            "offset_out_of_range" => "OFFSET_OUT_OF_RANGE",
+            _ => "UNKNOWN_TOPIC_OR_PARTITION",
+        });
+        entries.push(json!({
+            "queue": r.queue, "partition": r.partition, "records": records,
+            "highWatermark": r.high_watermark, "logStartOffset": r.log_start, "error": error,
+        }));
+    }
+    Ok(Json(json!({ "entries": entries })).into_response())
+}

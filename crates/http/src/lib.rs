@@ -1,0 +1,93 @@
+//! The HTTP/JSON front door, compatible with Queen's data-plane API.
+//!
+//! Owns parsing and shaping JSON, status codes and long polls. Must never
+//! decide anything about state: every change goes to the engine as a typed
+//! command. Bad input is answered with a 4xx and a JSON body `{error, code}`
+//! before the engine sees it, so it changes nothing.
+
+mod admin;
+mod body;
+mod consume;
+mod error;
+mod metrics;
+mod push;
+mod render;
+
+use axum::routing::{delete, get, post};
+use axum::Router;
+use baton_core::Engine;
+use std::sync::Arc;
+
+pub use error::ApiError;
+
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Largest request body accepted (413 past it).
+    pub max_body_bytes: usize,
+    /// Largest single message payload accepted (413 past it).
+    pub max_payload_bytes: usize,
+    /// Batch size when the client leaves it to the server (Queen's autopilot).
+    pub default_batch: u32,
+    /// Longest long poll honoured, whatever the client asks.
+    pub max_wait_ms: u64,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            max_body_bytes: 16 << 20,
+            max_payload_bytes: 1 << 20,
+            default_batch: 100,
+            max_wait_ms: 60_000,
+        }
+    }
+}
+
+pub struct AppState {
+    pub engine: Engine,
+    pub cfg: HttpConfig,
+}
+
+pub type App = Arc<AppState>;
+
+pub fn router(engine: Engine, cfg: HttpConfig) -> Router {
+    let state = Arc::new(AppState { engine, cfg });
+    Router::new()
+        .route("/health", get(admin::health))
+        .route("/metrics", get(metrics::prometheus))
+        .route("/metrics/prometheus", get(metrics::prometheus))
+        .route("/api/v1/configure", post(admin::configure))
+        .route("/api/v1/push", post(push::push))
+        .route("/api/v1/pop/queue/{queue}", get(consume::pop_queue))
+        .route(
+            "/api/v1/pop/queue/{queue}/partition/{partition}",
+            get(consume::pop_partition),
+        )
+        .route("/api/v1/ack", post(consume::ack_one))
+        .route("/api/v1/ack/batch", post(consume::ack_batch))
+        .route("/api/v1/lease/{lease}/extend", post(consume::extend))
+        .route("/api/v1/fetch", post(consume::fetch))
+        .route("/api/v1/resources/overview", get(admin::overview))
+        .route("/api/v1/resources/queues", get(admin::queues))
+        .route(
+            "/api/v1/resources/queues/{queue}",
+            get(admin::queue).delete(admin::delete_queue),
+        )
+        .route("/api/v1/resources/queues/{queue}/depth", get(admin::depth))
+        .route("/api/v1/consumer-groups", get(admin::groups))
+        .route(
+            "/api/v1/consumer-groups/{group}",
+            get(admin::group).delete(admin::delete_group),
+        )
+        .route("/api/v1/consumer-groups/{group}/queues/{queue}/seek", post(admin::seek))
+        .route("/api/v1/dlq", get(admin::dlq))
+        .route("/api/v1/messages/{partition}/{txid}", get(admin::message))
+        .route(
+            "/api/v1/ephemeral/{*rest}",
+            delete(error::unsupported)
+                .get(error::unsupported)
+                .post(error::unsupported),
+        )
+        .fallback(error::not_found)
+        .with_state(state)
+}

@@ -1,0 +1,149 @@
+//! `POST /api/v1/push`: many items, one entry per request, a status per item.
+//! Items are grouped per (queue, partition) and encoded as RecordBatch v2 here,
+//! on the connection task, so the planner only patches an offset.
+
+use crate::body::JsonBody;
+use crate::error::ApiError;
+use crate::App;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use baton_core::{message_uuid, partition_uuid, PushGroup, PushRecord, PushStatus, DEFAULT_PARTITION};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::collections::HashMap;
+
+pub const MAX_ITEMS: usize = 100_000;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushBody {
+    items: Vec<PushItem>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PushItem {
+    queue: String,
+    #[serde(default)]
+    partition: Option<String>,
+    #[serde(default)]
+    transaction_id: Option<String>,
+    payload: Option<Box<RawValue>>,
+    #[serde(default)]
+    data: Option<Box<RawValue>>,
+}
+
+pub async fn push(State(app): State<App>, JsonBody(body): JsonBody<PushBody>) -> Result<Response, ApiError> {
+    if body.items.is_empty() {
+        return Err(ApiError::bad("empty_items", "items must hold at least one item"));
+    }
+    if body.items.len() > MAX_ITEMS {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_many_items",
+            format!("at most {MAX_ITEMS} items per push"),
+        ));
+    }
+    let groups = build_groups(&app, body.items)?;
+    let results = app.engine.push(groups).await?;
+    let out: Vec<serde_json::Value> = results
+        .into_iter()
+        .map(|r| {
+            let mut v = serde_json::json!({
+                "index": r.index,
+                "transactionId": r.txid,
+                "queueName": r.queue,
+            });
+            match r.status {
+                PushStatus::Queued { part, offset } => {
+                    v["status"] = "queued".into();
+                    v["messageId"] = message_uuid(part, offset).to_string().into();
+                    v["partitionId"] = partition_uuid(part).to_string().into();
+                    v["offset"] = offset.into();
+                }
+                PushStatus::Duplicate { part } => {
+                    v["status"] = "duplicate".into();
+                    v["partitionId"] = partition_uuid(part).to_string().into();
+                }
+                PushStatus::Failed(e) => {
+                    v["status"] = "failed".into();
+                    v["error"] = e.message.into();
+                    v["code"] = e.code.into();
+                }
+            }
+            v
+        })
+        .collect();
+    Ok((StatusCode::CREATED, Json(out)).into_response())
+}
+
+fn build_groups(app: &App, items: Vec<PushItem>) -> Result<Vec<PushGroup>, ApiError> {
+    let max = app.cfg.max_payload_bytes;
+    let mut order: Vec<(String, String)> = Vec::new();
+    let mut by_key: HashMap<(String, String), (Vec<usize>, Vec<PushRecord>)> = HashMap::new();
+    for (i, it) in items.into_iter().enumerate() {
+        if it.queue.is_empty() {
+            return Err(ApiError::bad("missing_field", format!("items[{i}].queue is empty")));
+        }
+        let payload = it
+            .payload
+            .or(it.data)
+            .ok_or_else(|| ApiError::bad("missing_field", format!("items[{i}] has no payload")))?;
+        let bytes = payload.get().as_bytes();
+        if bytes.len() > max {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!("items[{i}].payload is {} bytes; the limit is {max}", bytes.len()),
+            ));
+        }
+        let (txid, client_txid) = match it.transaction_id {
+            Some(t) if !t.is_empty() => {
+                if t.len() > 256 {
+                    return Err(ApiError::bad(
+                        "invalid_transaction_id",
+                        format!("items[{i}].transactionId is longer than 256 bytes"),
+                    ));
+                }
+                (t, true)
+            }
+            _ => (uuid::Uuid::now_v7().to_string(), false),
+        };
+        let partition = it.partition.unwrap_or_else(|| DEFAULT_PARTITION.to_string());
+        let key = (it.queue, partition);
+        let slot = by_key.entry(key.clone()).or_insert_with(|| {
+            order.push(key);
+            (Vec::new(), Vec::new())
+        });
+        slot.0.push(i);
+        slot.1.push(PushRecord {
+            txid,
+            client_txid,
+            value: bytes::Bytes::copy_from_slice(bytes),
+        });
+    }
+    let now_ms = (baton_core::wall_micros() / 1000) as i64;
+    let mut groups = Vec::with_capacity(order.len());
+    for key in order {
+        let (indexes, records) = by_key.remove(&key).expect("every key in order is in the map");
+        let recs: Vec<_> = records
+            .iter()
+            .map(|r| baton_wire::NewRecord {
+                key: None,
+                value: &r.value,
+                txid: Some(&r.txid),
+            })
+            .collect();
+        let batch = baton_wire::encode_batch(&recs, now_ms).map_err(|e| ApiError::bad("bad_payload", e.to_string()))?;
+        groups.push(PushGroup {
+            queue: key.0,
+            partition: key.1,
+            indexes,
+            records,
+            batch,
+        });
+    }
+    Ok(groups)
+}

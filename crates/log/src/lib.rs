@@ -1,0 +1,90 @@
+//! Baton's write-ahead log: checksummed frames in numbered segment files, appended by one
+//! group-commit thread and replayed by [`recover`].
+//!
+//! This file owns the public vocabulary (config, errors, the item contract, recovery summary).
+//! It must never hold I/O logic: the on-disk format lives in `frame`, file handling in `segment`,
+//! replay in `recovery`, appending in `writer`, metrics in `stats`.
+//!
+//! Invariant I3, enforced in `writer`: no answer claims success before its entry is durable
+//! (written and fdatasync'd).
+
+mod frame;
+mod recovery;
+mod segment;
+mod stats;
+mod writer;
+
+#[cfg(test)]
+mod test_util;
+
+use std::fmt::Display;
+use std::path::PathBuf;
+
+pub use recovery::recover;
+pub use stats::{Histogram, WalStats};
+pub use writer::WalWriter;
+
+/// Where the log lives and how big a segment may grow before the writer starts a new one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalConfig {
+    pub dir: PathBuf,
+    /// Rotate when the active segment has reached this many bytes (checked between batches,
+    /// so a segment can overshoot by up to one batch).
+    pub segment_bytes: u64,
+}
+
+impl WalConfig {
+    pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
+
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        WalConfig {
+            dir: dir.into(),
+            segment_bytes: Self::DEFAULT_SEGMENT_BYTES,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum WalError {
+    #[error("wal io error: {0}")]
+    Io(String),
+    #[error("wal corrupted at {file}:{offset}: {reason}")]
+    Corrupt { file: String, offset: u64, reason: String },
+    /// Latched after a write or sync error; the log never accepts writes again in this process.
+    #[error("wal is failed and refuses writes: {0}")]
+    Failed(String),
+    #[error("wal is shut down")]
+    Closed,
+}
+
+impl WalError {
+    pub(crate) fn io(context: impl Display, err: std::io::Error) -> Self {
+        WalError::Io(format!("{context}: {err}"))
+    }
+}
+
+/// What the writer thread needs from each submitted item.
+///
+/// `encode` runs on the WAL writer thread, so serialization work stays off the caller's thread.
+/// It must only append to `buf` (which already holds other frames of the batch); it must not
+/// read, modify or remove bytes it did not write.
+///
+/// `complete` is called exactly once: after the batch holding the item has been written AND
+/// fdatasync'd (`Ok(index)`), or with the error that prevented that. It runs on the writer
+/// thread (or on the submitter's thread when the log is already failed or closed), so it
+/// should only hand the result off (e.g. send on a channel), never block.
+pub trait WalItem: Send + 'static {
+    fn encode(&self, buf: &mut Vec<u8>);
+    fn complete(self: Box<Self>, result: Result<u64, WalError>);
+}
+
+/// Summary of a [`recover`] pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecoveryInfo {
+    /// The index the next appended entry must get: `max(last_index + 1, from_index, 1)`.
+    pub next_index: u64,
+    /// Bytes cut from the end of the last segment because they held a torn write.
+    pub truncated_bytes: u64,
+    /// Entries handed to the callback (those with index >= from_index).
+    pub entries: u64,
+}

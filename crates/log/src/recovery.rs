@@ -1,0 +1,198 @@
+//! Startup replay: verifies every frame of every segment, hands entries to the caller, and
+//! cuts a torn tail off the last segment.
+//!
+//! Must never repair anything except a torn tail of the last segment: any other damage (a bad
+//! frame with a valid later frame after it, a bad frame in an older segment, a gap or repeat
+//! in indexes) is reported as `WalError::Corrupt` and left on disk for a human.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Read;
+use std::path::Path;
+
+use crate::frame::{self, Decoded};
+use crate::segment::{self, SegmentFile};
+use crate::{RecoveryInfo, WalConfig, WalError};
+
+/// Scans every segment in `cfg.dir` in order, verifies every frame, and calls
+/// `f(index, payload)` for each entry with `index >= from_index`, in index order.
+///
+/// A torn tail (an incomplete or bad frame at the end of the last segment with no valid frame
+/// after it) is truncated away and counted in `truncated_bytes`. Any other damage returns
+/// `WalError::Corrupt` with the file and byte offset. Creates the directory if missing.
+///
+/// Indexes start at 1. `next_index = max(last_index + 1, from_index, 1)`. Missing entries are
+/// tolerated only where they are all below `from_index` (a checkpoint covers them): before the
+/// first segment, or between segments; otherwise they are corruption.
+pub fn recover(
+    cfg: &WalConfig,
+    from_index: u64,
+    mut f: impl FnMut(u64, &[u8]) -> Result<(), WalError>,
+) -> Result<RecoveryInfo, WalError> {
+    fs::create_dir_all(&cfg.dir).map_err(|e| WalError::io(format!("creating {}", cfg.dir.display()), e))?;
+    let from_index = from_index.max(1);
+    let segments = segment::list(&cfg.dir)?;
+    let mut info = RecoveryInfo {
+        next_index: from_index,
+        truncated_bytes: 0,
+        entries: 0,
+    };
+    // One buffer for all segments: reading a whole segment at once keeps the scan a tight
+    // loop over memory, and segments are bounded by segment_bytes plus one batch.
+    let mut buf = Vec::new();
+    // The index the next frame must carry, once the first segment has fixed it.
+    let mut expected: Option<u64> = None;
+    for (i, seg) in segments.iter().enumerate() {
+        let is_last = i + 1 == segments.len();
+        let start = check_segment_start(seg, expected, from_index)?;
+        read_segment(&seg.path, &mut buf)?;
+        let scan = scan(&buf, start, from_index, &mut f, &mut info.entries).map_err(|e| match e {
+            ScanError::Corrupt(offset, reason) => corrupt(&seg.path, offset, reason),
+            // The caller's own error is not corruption; pass it through untouched.
+            ScanError::Callback(e) => e,
+        })?;
+        if let Some((offset, reason)) = scan.damage {
+            if !is_last {
+                return Err(corrupt(
+                    &seg.path,
+                    offset,
+                    format!("{reason}, in a segment that is not the last"),
+                ));
+            }
+            info.truncated_bytes = (buf.len() - offset) as u64;
+            truncate(&seg.path, offset as u64, &reason)?;
+        }
+        expected = Some(scan.next);
+    }
+    if let Some(next) = expected {
+        info.next_index = next.max(from_index);
+    }
+    Ok(info)
+}
+
+/// Where a segment's entries must start, given where the previous segment ended.
+fn check_segment_start(seg: &SegmentFile, expected: Option<u64>, from_index: u64) -> Result<u64, WalError> {
+    let first = seg.first_index;
+    match expected {
+        None if first > from_index => Err(corrupt(
+            &seg.path,
+            0,
+            format!("log starts at index {first} but replay from index {from_index} was requested; entries {from_index}..{first} are missing"),
+        )),
+        Some(e) if first < e => Err(corrupt(
+            &seg.path,
+            0,
+            format!("segment starts at index {first} but the previous segment already reached index {}", e - 1),
+        )),
+        // Entries e..first are missing; harmless only if the checkpoint already covers them.
+        Some(e) if first > e && first > from_index => Err(corrupt(
+            &seg.path,
+            0,
+            format!("gap: entries {e}..{first} are missing"),
+        )),
+        _ => Ok(first),
+    }
+}
+
+fn read_segment(path: &Path, buf: &mut Vec<u8>) -> Result<(), WalError> {
+    let ctx = || format!("reading {}", path.display());
+    let mut file = File::open(path).map_err(|e| WalError::io(ctx(), e))?;
+    // Reading exactly the metadata length (not to EOF) keeps a special file that never ends
+    // from hanging recovery.
+    let len = file.metadata().map_err(|e| WalError::io(ctx(), e))?.len();
+    let len_usize =
+        usize::try_from(len).map_err(|_| WalError::Io(format!("{}: {len} bytes does not fit in memory", ctx())))?;
+    buf.clear();
+    buf.try_reserve_exact(len_usize)
+        .map_err(|e| WalError::Io(format!("{}: {e}", ctx())))?;
+    (&mut file)
+        .take(len)
+        .read_to_end(buf)
+        .map_err(|e| WalError::io(ctx(), e))?;
+    Ok(())
+}
+
+struct ScanEnd {
+    /// Index the next frame (in this or the next segment) must carry.
+    next: u64,
+    /// Offset and reason of a bad frame with nothing valid after it: a torn tail candidate.
+    damage: Option<(usize, String)>,
+}
+
+enum ScanError {
+    /// Offset and reason; the caller attaches the file name.
+    Corrupt(usize, String),
+    Callback(WalError),
+}
+
+/// Walks the frames of one segment.
+fn scan(
+    bytes: &[u8],
+    first_index: u64,
+    from_index: u64,
+    f: &mut impl FnMut(u64, &[u8]) -> Result<(), WalError>,
+    entries: &mut u64,
+) -> Result<ScanEnd, ScanError> {
+    let mut off = 0;
+    let mut next = first_index;
+    while off < bytes.len() {
+        match frame::decode(&bytes[off..]) {
+            Decoded::Frame { index, payload, len } => {
+                if index != next {
+                    let what = if index < next { "repeat" } else { "gap" };
+                    return Err(ScanError::Corrupt(
+                        off,
+                        format!("{what}: expected index {next}, found {index}"),
+                    ));
+                }
+                if index >= from_index {
+                    f(index, payload).map_err(ScanError::Callback)?;
+                    *entries += 1;
+                }
+                next = next
+                    .checked_add(1)
+                    .ok_or_else(|| ScanError::Corrupt(off, "index space exhausted".to_string()))?;
+                off += len;
+            }
+            Decoded::Invalid(reason) => {
+                // A later frame that validates means the log went on after this point, so this
+                // is damage inside acknowledged data, not an interrupted final write.
+                if let Some(rel) = frame::find_valid_frame(&bytes[off + 1..], next) {
+                    let later = off + 1 + rel;
+                    return Err(ScanError::Corrupt(
+                        off,
+                        format!("{reason}; a valid frame follows at offset {later}"),
+                    ));
+                }
+                return Ok(ScanEnd {
+                    next,
+                    damage: Some((off, reason)),
+                });
+            }
+        }
+    }
+    Ok(ScanEnd { next, damage: None })
+}
+
+fn truncate(path: &Path, len: u64, reason: &str) -> Result<(), WalError> {
+    tracing::warn!(file = %path.display(), offset = len, %reason, "truncating torn wal tail");
+    let ctx = || format!("truncating {} to {len} bytes", path.display());
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| WalError::io(ctx(), e))?;
+    file.set_len(len).map_err(|e| WalError::io(ctx(), e))?;
+    // The new length is metadata, so a full fsync is needed for it to survive a crash.
+    file.sync_all().map_err(|e| WalError::io(ctx(), e))
+}
+
+fn corrupt(path: &Path, offset: usize, reason: String) -> WalError {
+    WalError::Corrupt {
+        file: path.display().to_string(),
+        offset: offset as u64,
+        reason,
+    }
+}
+
+#[cfg(test)]
+#[path = "recovery_tests.rs"]
+mod tests;

@@ -1,0 +1,158 @@
+//! Segment files: naming (`wal-{first_index:020}.log`), listing, creation, and the durability
+//! syscalls (fdatasync, F_FULLFSYNC on macOS, directory fsync).
+//!
+//! Must never interpret frame contents or decide policy (when to rotate, what to delete,
+//! what counts as corruption): callers own those decisions.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::WalError;
+
+const PREFIX: &str = "wal-";
+const SUFFIX: &str = ".log";
+const DIGITS: usize = 20;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SegmentFile {
+    /// Index of the first entry the segment holds (or would hold, if empty).
+    pub first_index: u64,
+    pub path: PathBuf,
+}
+
+pub(crate) fn file_name(first_index: u64) -> String {
+    format!("{PREFIX}{first_index:0DIGITS$}{SUFFIX}")
+}
+
+/// Only the exact zero-padded form is accepted, so two names can never denote the same index.
+pub(crate) fn parse_name(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix(PREFIX)?.strip_suffix(SUFFIX)?;
+    if digits.len() != DIGITS || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Segments in `dir`, oldest first. Files that are not segments are ignored.
+pub(crate) fn list(dir: &Path) -> Result<Vec<SegmentFile>, WalError> {
+    let entries = fs::read_dir(dir).map_err(|e| WalError::io(format!("listing {}", dir.display()), e))?;
+    let mut segments = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| WalError::io(format!("listing {}", dir.display()), e))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        match parse_name(name) {
+            Some(first_index) => segments.push(SegmentFile {
+                first_index,
+                path: entry.path(),
+            }),
+            None if name.starts_with(PREFIX) => {
+                tracing::warn!(file = %entry.path().display(), "ignoring file that looks like a wal segment but is not named like one");
+            }
+            None => {}
+        }
+    }
+    segments.sort_by_key(|s| s.first_index);
+    Ok(segments)
+}
+
+/// Creates a new, empty segment and makes its directory entry durable, so a crash cannot
+/// lose the file while keeping entries the writer later acknowledges from it.
+pub(crate) fn create(dir: &Path, first_index: u64) -> Result<SegmentFile, WalError> {
+    let path = dir.join(file_name(first_index));
+    OpenOptions::new()
+        .append(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| WalError::io(format!("creating {}", path.display()), e))?;
+    sync_dir(dir).map_err(|e| WalError::io(format!("fsync of directory {}", dir.display()), e))?;
+    Ok(SegmentFile { first_index, path })
+}
+
+pub(crate) fn open_append(path: &Path) -> Result<File, WalError> {
+    OpenOptions::new()
+        .append(true)
+        .open(path)
+        .map_err(|e| WalError::io(format!("opening {}", path.display()), e))
+}
+
+/// fdatasync. On macOS plain fsync only reaches the drive's volatile cache, so durability
+/// needs F_FULLFSYNC.
+#[cfg(target_os = "macos")]
+pub(crate) fn sync_data(file: &File) -> io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: fcntl with F_FULLFSYNC takes no pointer arguments; the fd is owned by `file`,
+    // which outlives the call.
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_FULLFSYNC) };
+    if rc == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(not(target_os = "macos"))]
+pub(crate) fn sync_data(file: &File) -> io::Result<()> {
+    file.sync_data()
+}
+
+/// Makes creations, deletions and renames in `dir` durable.
+#[cfg(unix)]
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Windows cannot open directories as files; NTFS journals directory metadata itself.
+#[cfg(not(unix))]
+pub(crate) fn sync_dir(_dir: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_sort_numerically() {
+        assert_eq!(file_name(1), "wal-00000000000000000001.log");
+        assert_eq!(parse_name(&file_name(1)), Some(1));
+        assert_eq!(parse_name(&file_name(u64::MAX)), Some(u64::MAX));
+        assert!(file_name(9) < file_name(10));
+    }
+
+    #[test]
+    fn malformed_names_are_rejected() {
+        for bad in [
+            "wal-1.log",
+            "wal-0000000000000000001x.log",
+            "wal-99999999999999999999.log", // overflows u64
+            "wal-00000000000000000001.log.tmp",
+            "xwal-00000000000000000001.log",
+            "wal-+0000000000000000001.log",
+        ] {
+            assert_eq!(parse_name(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn list_orders_segments_and_ignores_other_files() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in [30u64, 2, 100] {
+            fs::write(dir.path().join(file_name(i)), b"").unwrap();
+        }
+        fs::write(dir.path().join("checkpoint.json"), b"{}").unwrap();
+        fs::write(dir.path().join("wal-7.log"), b"").unwrap();
+        let got: Vec<u64> = list(dir.path()).unwrap().iter().map(|s| s.first_index).collect();
+        assert_eq!(got, vec![2, 30, 100]);
+    }
+
+    #[test]
+    fn create_refuses_to_clobber_an_existing_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        let seg = create(dir.path(), 5).unwrap();
+        fs::write(&seg.path, b"keep").unwrap();
+        assert!(matches!(create(dir.path(), 5), Err(WalError::Io(_))));
+        assert_eq!(fs::read(&seg.path).unwrap(), b"keep");
+    }
+}

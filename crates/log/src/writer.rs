@@ -1,0 +1,456 @@
+//! The group-commit writer: one dedicated OS thread that owns the active segment, turns every
+//! queued item into a frame in one buffer, and makes the whole batch durable with one write and
+//! one fdatasync.
+//!
+//! Enforces I3: no answer claims success before its entry is durable (fdatasync'd).
+//! Must never: complete an item with `Ok` before the sync of its batch returned `Ok`; retry a
+//! failed write or fsync (after a failed fsync the page cache no longer says what is on disk);
+//! write anything after latching failure; delete the active segment; drop an item without
+//! completing it.
+
+use std::collections::VecDeque;
+use std::fs::{self, File};
+use std::io::Write;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::frame;
+use crate::segment::{self, SegmentFile};
+use crate::stats::WalStats;
+use crate::{WalConfig, WalError, WalItem};
+
+/// Stop draining the queue once a batch holds this many encoded bytes: bounds the latency
+/// the first item of a batch waits behind the others, and the size of one write.
+const MAX_BATCH_BYTES: usize = 8 << 20;
+const MAX_BATCH_ITEMS: usize = 50_000;
+/// After an unusually large batch, give the memory back instead of keeping it forever.
+const KEEP_BUF_CAPACITY: usize = 2 * MAX_BATCH_BYTES;
+
+enum Msg {
+    Item(Pending),
+    TruncateBefore(u64),
+    Shutdown,
+}
+
+/// An item that has not been answered yet. Dropping it answers `Closed`, so an item discarded
+/// anywhere (a channel torn down during shutdown, a send racing shutdown, a panic unwinding
+/// the writer) is still completed exactly once.
+struct Pending(Option<Box<dyn WalItem>>);
+
+impl Pending {
+    fn complete(mut self, result: Result<u64, WalError>) {
+        if let Some(item) = self.0.take() {
+            deliver(item, result);
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(item) = self.0.take() {
+            deliver(item, Err(WalError::Closed));
+        }
+    }
+}
+
+/// A panicking callback must not take the writer thread, and every later answer, with it.
+fn deliver(item: Box<dyn WalItem>, result: Result<u64, WalError>) {
+    if catch_unwind(AssertUnwindSafe(move || item.complete(result))).is_err() {
+        tracing::error!("WalItem::complete panicked; continuing");
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The guarded data is a plain value that is always left consistent, so a panic elsewhere
+    // while holding the lock is no reason to stop.
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// State shared between the handle and the writer thread.
+struct Shared {
+    stats: Arc<WalStats>,
+    /// Fast-path flag so `submit` does not take the reason lock while healthy.
+    failed: AtomicBool,
+    reason: Mutex<Option<String>>,
+    closed: AtomicBool,
+    #[cfg(test)]
+    fail_next_sync: AtomicBool,
+}
+
+impl Shared {
+    fn failure(&self) -> Option<String> {
+        if !self.failed.load(Ordering::Acquire) {
+            return None;
+        }
+        lock(&self.reason).clone()
+    }
+
+    /// The first reason wins: later errors are usually consequences of the first.
+    fn latch(&self, reason: String) {
+        let mut slot = lock(&self.reason);
+        if slot.is_none() {
+            tracing::error!(%reason, "wal failed; refusing all further writes");
+            *slot = Some(reason);
+        }
+        self.failed.store(true, Ordering::Release);
+    }
+}
+
+/// Handle to the WAL writer thread. Dropping it shuts the thread down (see [`Self::shutdown`]).
+pub struct WalWriter {
+    tx: Sender<Msg>,
+    shared: Arc<Shared>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl WalWriter {
+    /// Starts appending at `next_index`, which must be the value [`crate::recover`] returned.
+    ///
+    /// Appends go to a fresh segment named after `next_index` (an existing empty segment of
+    /// that name is reused). Never appending to a segment an earlier process wrote means the
+    /// writer never depends on where a previous run, or a torn-tail truncation, left off.
+    pub fn start(cfg: WalConfig, next_index: u64) -> Result<WalWriter, WalError> {
+        let next_index = next_index.max(1);
+        fs::create_dir_all(&cfg.dir).map_err(|e| WalError::io(format!("creating {}", cfg.dir.display()), e))?;
+        let mut segments: VecDeque<SegmentFile> = segment::list(&cfg.dir)?.into();
+        let active = open_active(&cfg, &mut segments, next_index)?;
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let shared = Arc::new(Shared {
+            stats: Arc::new(WalStats::new()),
+            failed: AtomicBool::new(false),
+            reason: Mutex::new(None),
+            closed: AtomicBool::new(false),
+            #[cfg(test)]
+            fail_next_sync: AtomicBool::new(false),
+        });
+        let writer = Writer {
+            dir: cfg.dir,
+            segment_bytes: cfg.segment_bytes,
+            rx,
+            shared: Arc::clone(&shared),
+            segments,
+            active,
+            active_size: 0,
+            next_index,
+            buf: Vec::with_capacity(MAX_BATCH_BYTES),
+            slots: Vec::new(),
+            batch_entries: 0,
+        };
+        let thread = thread::Builder::new()
+            .name("baton-wal".into())
+            .spawn(move || writer.run())
+            .map_err(|e| WalError::io("spawning the wal writer thread", e))?;
+        Ok(WalWriter {
+            tx,
+            shared,
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Non-blocking enqueue. If the WAL is latched failed or closed, `complete()` is called
+    /// with the error right here, on the caller's thread.
+    pub fn submit(&self, item: Box<dyn WalItem>) {
+        let pending = Pending(Some(item));
+        if let Some(reason) = self.shared.failure() {
+            pending.complete(Err(WalError::Failed(reason)));
+        } else if self.shared.closed.load(Ordering::Acquire) {
+            pending.complete(Err(WalError::Closed));
+        } else {
+            // If shutdown won the race, send hands the item back (or the channel discards
+            // it later) and Pending's Drop answers Closed.
+            let _ = self.tx.send(Msg::Item(pending));
+        }
+    }
+
+    /// Deletes whole segments all of whose entries have index < `index`. Runs on the writer
+    /// thread after the current batch; never deletes the active segment.
+    pub fn truncate_before(&self, index: u64) {
+        let _ = self.tx.send(Msg::TruncateBefore(index));
+    }
+
+    pub fn stats(&self) -> Arc<WalStats> {
+        Arc::clone(&self.shared.stats)
+    }
+
+    /// `Some(reason)` once latched failed.
+    pub fn failure(&self) -> Option<String> {
+        self.shared.failure()
+    }
+
+    /// Finishes everything already submitted (write, sync, complete), then stops the thread.
+    /// Later submits complete with `Closed`. Idempotent; concurrent callers all return only
+    /// after the thread has stopped.
+    pub fn shutdown(&self) {
+        let mut thread = lock(&self.thread);
+        self.shared.closed.store(true, Ordering::Release);
+        let Some(handle) = thread.take() else { return };
+        let _ = self.tx.send(Msg::Shutdown);
+        // A completion callback that drops the last handle runs on the writer thread itself;
+        // joining there would deadlock, and the Shutdown message already ends the loop.
+        if handle.thread().id() == thread::current().id() {
+            return;
+        }
+        if handle.join().is_err() {
+            tracing::error!("wal writer thread panicked");
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn fail_next_sync(&self) {
+        self.shared.fail_next_sync.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for WalWriter {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn open_active(cfg: &WalConfig, segments: &mut VecDeque<SegmentFile>, next_index: u64) -> Result<File, WalError> {
+    if let Some(last) = segments.back() {
+        let len = fs::metadata(&last.path)
+            .map_err(|e| WalError::io(format!("inspecting {}", last.path.display()), e))?
+            .len();
+        if last.first_index == next_index && len == 0 {
+            return segment::open_append(&last.path);
+        }
+        // Appending at or before entries already on disk would repeat indexes, which the next
+        // recovery would reject: refuse now instead of writing a log that cannot be replayed.
+        if last.first_index >= next_index {
+            return Err(WalError::Corrupt {
+                file: last.path.display().to_string(),
+                offset: 0,
+                reason: format!(
+                    "segment starts at index {} ({len} bytes) but the writer was asked to start at {next_index}; pass the next_index returned by recover()",
+                    last.first_index
+                ),
+            });
+        }
+    }
+    let seg = segment::create(&cfg.dir, next_index)?;
+    let file = segment::open_append(&seg.path)?;
+    segments.push_back(seg);
+    Ok(file)
+}
+
+/// One queued item and what it will be answered with if the batch becomes durable.
+struct Slot {
+    pending: Pending,
+    outcome: Result<u64, WalError>,
+}
+
+/// Everything the writer thread owns. Only the writer thread touches the files.
+struct Writer {
+    dir: PathBuf,
+    segment_bytes: u64,
+    rx: Receiver<Msg>,
+    shared: Arc<Shared>,
+    /// Oldest first; the last one is the active segment.
+    segments: VecDeque<SegmentFile>,
+    active: File,
+    active_size: u64,
+    next_index: u64,
+    /// Encoded frames of the current batch; reused so steady state does not allocate.
+    buf: Vec<u8>,
+    slots: Vec<Slot>,
+    /// Frames in `buf`.
+    batch_entries: u64,
+}
+
+impl Writer {
+    fn run(mut self) {
+        let mut stopping = false;
+        loop {
+            // Once stopping, only what is already queued gets written; then the thread ends
+            // and dropping the receiver answers any straggler with Closed.
+            let first = if stopping {
+                self.rx.try_recv().ok()
+            } else {
+                self.rx.recv().ok()
+            };
+            let Some(first) = first else { break };
+            let mut truncate = None;
+            self.take(first, &mut truncate, &mut stopping);
+            while self.buf.len() < MAX_BATCH_BYTES && self.slots.len() < MAX_BATCH_ITEMS {
+                match self.rx.try_recv() {
+                    Ok(msg) => self.take(msg, &mut truncate, &mut stopping),
+                    Err(_) => break,
+                }
+            }
+            self.commit();
+            if let Some(index) = truncate {
+                self.truncate_before(index);
+            }
+        }
+    }
+
+    fn take(&mut self, msg: Msg, truncate: &mut Option<u64>, stopping: &mut bool) {
+        match msg {
+            Msg::Item(pending) => self.accept(pending),
+            Msg::TruncateBefore(index) => *truncate = Some(truncate.map_or(index, |t| t.max(index))),
+            Msg::Shutdown => *stopping = true,
+        }
+    }
+
+    /// Encodes the item as the next frame of the batch, assigning its index.
+    fn accept(&mut self, pending: Pending) {
+        let outcome = match (self.shared.failure(), pending.0.as_deref()) {
+            (Some(reason), _) => Err(WalError::Failed(reason)),
+            (None, None) => return, // already answered; nothing to write
+            (None, Some(item)) => self.encode(item),
+        };
+        self.slots.push(Slot { pending, outcome });
+    }
+
+    fn encode(&mut self, item: &dyn WalItem) -> Result<u64, WalError> {
+        let index = self.next_index;
+        let Some(after) = index.checked_add(1) else {
+            return Err(WalError::Io("wal index space exhausted".into()));
+        };
+        let start = frame::begin(&mut self.buf);
+        let buf = &mut self.buf;
+        if catch_unwind(AssertUnwindSafe(|| item.encode(buf))).is_err() {
+            self.buf.truncate(start);
+            return Err(WalError::Io(format!("encoding entry {index} panicked")));
+        }
+        let Some(frame_bytes) = self.buf.get_mut(start..) else {
+            // encode removed bytes of earlier frames in this batch; they can no longer be
+            // trusted, so the batch must not be written.
+            let reason = "WalItem::encode removed bytes it did not write".to_string();
+            self.shared.latch(reason.clone());
+            return Err(WalError::Failed(reason));
+        };
+        match frame::seal(frame_bytes, index) {
+            Ok(()) => {
+                self.next_index = after;
+                self.batch_entries += 1;
+                Ok(index)
+            }
+            Err(reason) => {
+                self.buf.truncate(start);
+                Err(WalError::Io(reason))
+            }
+        }
+    }
+
+    /// Makes the batch durable, then answers every item in submission order.
+    fn commit(&mut self) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let written = match self.shared.failure() {
+            Some(reason) => Err(reason),
+            None if self.buf.is_empty() => Ok(()),
+            None => self.write_batch(),
+        };
+        let failure = written.err().map(|reason| {
+            self.shared.latch(reason.clone());
+            WalError::Failed(reason)
+        });
+        // I3: this is the only place that answers Ok, and it is reached with failure == None
+        // only after write_batch's fdatasync returned Ok for every frame in this batch.
+        for slot in self.slots.drain(..) {
+            let outcome = match (&failure, slot.outcome) {
+                (Some(err), Ok(_)) => Err(err.clone()),
+                (_, outcome) => outcome,
+            };
+            slot.pending.complete(outcome);
+        }
+        self.buf.clear();
+        if self.buf.capacity() > KEEP_BUF_CAPACITY {
+            self.buf = Vec::with_capacity(MAX_BATCH_BYTES);
+        }
+        self.batch_entries = 0;
+    }
+
+    /// One write and one fdatasync for the whole batch. A failure here is never retried: the
+    /// caller latches it.
+    fn write_batch(&mut self) -> Result<(), String> {
+        let first_index = self.next_index - self.batch_entries;
+        if self.active_size > 0 && self.active_size >= self.segment_bytes {
+            self.rotate(first_index)?;
+        }
+        let path = self.active_path();
+        self.active
+            .write_all(&self.buf)
+            .map_err(|e| format!("write to {path}: {e}"))?;
+        let started = Instant::now();
+        self.sync_active().map_err(|e| format!("fdatasync of {path}: {e}"))?;
+        let stats = &self.shared.stats;
+        stats.sync_seconds.observe(started.elapsed().as_secs_f64());
+        let bytes = self.buf.len() as u64;
+        self.active_size += bytes;
+        stats.batches.fetch_add(1, Ordering::Relaxed);
+        stats.entries.fetch_add(self.batch_entries, Ordering::Relaxed);
+        stats.bytes.fetch_add(bytes, Ordering::Relaxed);
+        stats.batch_entries.observe(self.batch_entries as f64);
+        Ok(())
+    }
+
+    fn sync_active(&self) -> std::io::Result<()> {
+        #[cfg(test)]
+        if self.shared.fail_next_sync.swap(false, Ordering::SeqCst) {
+            return Err(std::io::Error::other("injected sync failure"));
+        }
+        segment::sync_data(&self.active)
+    }
+
+    /// Starts a new segment whose first entry is `first_index`. The old one is already
+    /// durable: every batch written to it was synced before being answered.
+    fn rotate(&mut self, first_index: u64) -> Result<(), String> {
+        let seg = segment::create(&self.dir, first_index).map_err(|e| e.to_string())?;
+        self.active = segment::open_append(&seg.path).map_err(|e| e.to_string())?;
+        self.active_size = 0;
+        self.segments.push_back(seg);
+        Ok(())
+    }
+
+    fn active_path(&self) -> String {
+        self.segments
+            .back()
+            .map(|s| s.path.display().to_string())
+            .unwrap_or_default()
+    }
+
+    /// Deletes old segments oldest-first, so a crash midway still leaves a contiguous log.
+    /// A segment's entries end where the next segment begins, so it is wholly below `index`
+    /// iff the next segment starts at or before `index`. Failure to delete costs only disk
+    /// space and is not latched.
+    fn truncate_before(&mut self, index: u64) {
+        if self.shared.failed.load(Ordering::Acquire) {
+            return;
+        }
+        let mut removed = false;
+        while self.segments.len() >= 2 && self.segments.get(1).is_some_and(|next| next.first_index <= index) {
+            let Some(oldest) = self.segments.front() else {
+                break;
+            };
+            match fs::remove_file(&oldest.path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    tracing::warn!(file = %oldest.path.display(), error = %e, "could not delete old wal segment");
+                    break;
+                }
+            }
+            self.segments.pop_front();
+            removed = true;
+        }
+        if removed {
+            if let Err(e) = segment::sync_dir(&self.dir) {
+                tracing::warn!(dir = %self.dir.display(), error = %e, "fsync after deleting wal segments failed");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;

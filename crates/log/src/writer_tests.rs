@@ -1,0 +1,311 @@
+//! Writer tests: group commit, rotation, truncation, failure latch, shutdown.
+//! Must never depend on timing for correctness: batching is forced with a gate item.
+
+use std::collections::HashMap;
+use std::fs;
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::*;
+use crate::frame::HEADER_LEN;
+use crate::test_util::*;
+
+fn gate(done: &Sender<Done>) -> (Sender<()>, Box<GateItem>) {
+    let (open_tx, open_rx) = crossbeam_channel::bounded(1);
+    let item = Box::new(GateItem {
+        open: open_rx,
+        done: done.clone(),
+    });
+    (open_tx, item)
+}
+
+#[test]
+fn writer_handle_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<WalWriter>();
+}
+
+#[test]
+fn queued_items_share_one_batch_and_are_answered_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = WalWriter::start(cfg(dir.path(), 1 << 30), 1).unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let (open, g) = gate(&tx);
+    w.submit(g);
+    for i in 0..1000 {
+        w.submit(item(i, payload(i), &tx));
+    }
+    drop(open);
+    let answers: Vec<Done> = (0..1001).map(|_| rx.recv_timeout(WAIT).unwrap()).collect();
+    assert_eq!(answers[0], (u64::MAX, Ok(1)));
+    for (i, (id, result)) in answers[1..].iter().enumerate() {
+        assert_eq!((*id, result.clone()), (i as u64, Ok(i as u64 + 2)));
+    }
+    let stats = w.stats();
+    // The gate held the writer while everything else queued: exactly one group commit.
+    assert_eq!(stats.batches.load(Relaxed), 1);
+    assert_eq!(stats.entries.load(Relaxed), 1001);
+    assert_eq!(stats.batch_entries.count(), 1);
+    assert_eq!(stats.batch_entries.sum(), 1001.0);
+    assert_eq!(stats.sync_seconds.count(), 1);
+    let expected_bytes: usize =
+        (0..1000).map(|i| HEADER_LEN + payload(i).len()).sum::<usize>() + HEADER_LEN + b"gate".len();
+    assert_eq!(stats.bytes.load(Relaxed), expected_bytes as u64);
+}
+
+#[test]
+fn batch_is_capped_by_item_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = WalWriter::start(cfg(dir.path(), 1 << 30), 1).unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let (open, g) = gate(&tx);
+    w.submit(g);
+    let n = MAX_BATCH_ITEMS as u64 + 10;
+    for i in 0..n {
+        w.submit(item(i, Vec::new(), &tx));
+    }
+    drop(open);
+    for _ in 0..=n {
+        assert!(rx.recv_timeout(WAIT).unwrap().1.is_ok());
+    }
+    assert_eq!(w.stats().batches.load(Relaxed), 2);
+}
+
+#[test]
+fn rotation_creates_segments_named_after_their_first_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), 100);
+    let w = WalWriter::start(c.clone(), 1).unwrap();
+    // Each entry is a 60-byte frame, so a segment reaches 100 bytes after two entries.
+    let payloads: Vec<Vec<u8>> = (0..7).map(|_| vec![7u8; 60 - HEADER_LEN]).collect();
+    assert_eq!(append_one_by_one(&w, &payloads), (1..=7).collect::<Vec<_>>());
+    w.shutdown();
+    assert_eq!(segment_names(dir.path()), vec![1, 3, 5, 7]);
+    let (info, got) = recover_all(&c, 1).unwrap();
+    assert_eq!(info.next_index, 8);
+    assert_eq!(got.iter().map(|e| e.0).collect::<Vec<_>>(), (1..=7).collect::<Vec<_>>());
+}
+
+#[test]
+fn truncate_before_deletes_only_whole_old_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), 100);
+    let w = WalWriter::start(c.clone(), 1).unwrap();
+    let payloads: Vec<Vec<u8>> = (0..7).map(|_| vec![1u8; 60 - HEADER_LEN]).collect();
+    append_one_by_one(&w, &payloads);
+    assert_eq!(segment_names(dir.path()), vec![1, 3, 5, 7]);
+    // Each step runs on a fresh writer so its effect is observable after shutdown.
+    // (before, segments left): [1,2] is wholly below 3; [3,4] is not wholly below 4.
+    let steps: [(u64, &[u64]); 4] = [(3, &[3, 5, 7]), (4, &[3, 5, 7]), (5, &[5, 7]), (6, &[5, 7])];
+    w.truncate_before(steps[0].0);
+    w.shutdown();
+    assert_eq!(segment_names(dir.path()), steps[0].1);
+    for (before, left) in &steps[1..] {
+        // Starting at 8 creates segment 8 once, then reuses it while it stays empty.
+        let w = WalWriter::start(c.clone(), 8).unwrap();
+        w.truncate_before(*before);
+        w.shutdown();
+        let mut expected = left.to_vec();
+        expected.push(8);
+        assert_eq!(segment_names(dir.path()), expected, "truncate_before({before})");
+    }
+    let (_, got) = recover_all(&c, 5).unwrap();
+    assert_eq!(got.iter().map(|e| e.0).collect::<Vec<_>>(), vec![5, 6, 7]);
+}
+
+#[test]
+fn truncate_before_never_deletes_the_active_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), 100);
+    let w = WalWriter::start(c.clone(), 1).unwrap();
+    let payloads: Vec<Vec<u8>> = (0..5).map(|_| vec![1u8; 60 - HEADER_LEN]).collect();
+    append_one_by_one(&w, &payloads);
+    w.truncate_before(u64::MAX);
+    // The writer must still be able to append after the truncation.
+    append_one_by_one(&w, &payloads[..1]);
+    w.shutdown();
+    assert_eq!(segment_names(dir.path()), vec![5]);
+    let (info, got) = recover_all(&c, 5).unwrap();
+    assert_eq!(got.iter().map(|e| e.0).collect::<Vec<_>>(), vec![5, 6]);
+    assert_eq!(info.next_index, 7);
+}
+
+#[test]
+fn failed_sync_latches_and_fails_every_later_item() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), 1 << 30);
+    let w = WalWriter::start(c.clone(), 1).unwrap();
+    assert_eq!(append_one_by_one(&w, &[b"ok".to_vec()]), vec![1]);
+    assert_eq!(w.failure(), None);
+
+    w.fail_next_sync();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    w.submit(item(2, b"lost".to_vec(), &tx));
+    let (_, result) = rx.recv_timeout(WAIT).unwrap();
+    let reason = match result {
+        Err(WalError::Failed(reason)) => reason,
+        other => panic!("expected Failed, got {other:?}"),
+    };
+    assert!(reason.contains("injected sync failure"), "{reason}");
+    assert_eq!(w.failure(), Some(reason.clone()));
+
+    // The hook fires once, so success here would mean the latch did not hold.
+    let size_before = fs::metadata(dir.path().join(segment::file_name(1))).unwrap().len();
+    for id in 3..6 {
+        w.submit(item(id, b"later".to_vec(), &tx));
+        assert_eq!(
+            rx.recv_timeout(WAIT).unwrap(),
+            (id, Err(WalError::Failed(reason.clone())))
+        );
+    }
+    let size_after = fs::metadata(dir.path().join(segment::file_name(1))).unwrap().len();
+    assert_eq!(size_before, size_after, "wrote after latching failure");
+    assert_eq!(w.stats().batches.load(Relaxed), 1);
+    w.shutdown();
+}
+
+#[test]
+fn failure_fails_the_whole_queued_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = WalWriter::start(cfg(dir.path(), 1 << 30), 1).unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let (open, g) = gate(&tx);
+    w.submit(g);
+    for i in 0..50 {
+        w.submit(item(i, payload(i), &tx));
+    }
+    w.fail_next_sync();
+    drop(open);
+    for _ in 0..51 {
+        let (id, result) = rx.recv_timeout(WAIT).unwrap();
+        assert!(matches!(result, Err(WalError::Failed(_))), "{id}: {result:?}");
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn real_write_error_latches_failure() {
+    // /dev/full accepts opens and fails every write with ENOSPC: a genuine I/O error.
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/dev/full", dir.path().join(segment::file_name(1))).unwrap();
+    let w = WalWriter::start(cfg(dir.path(), 1 << 30), 1).unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    w.submit(item(1, b"a".to_vec(), &tx));
+    let (_, result) = rx.recv_timeout(WAIT).unwrap();
+    assert!(
+        matches!(&result, Err(WalError::Failed(r)) if r.contains("write to")),
+        "{result:?}"
+    );
+    assert!(w.failure().is_some());
+    w.submit(item(2, b"b".to_vec(), &tx));
+    assert!(matches!(rx.recv_timeout(WAIT).unwrap(), (2, Err(WalError::Failed(_)))));
+    assert_eq!(w.stats().batches.load(Relaxed), 0);
+}
+
+#[test]
+fn shutdown_finishes_queued_items_then_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), 1 << 30);
+    let w = Arc::new(WalWriter::start(c.clone(), 1).unwrap());
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let (open, g) = gate(&tx);
+    w.submit(g);
+    for i in 0..200 {
+        w.submit(item(i, payload(i), &tx));
+    }
+    let stopper = {
+        let w = Arc::clone(&w);
+        thread::spawn(move || w.shutdown())
+    };
+    // Wait until shutdown has closed the door while the writer is still gated, so the items
+    // above are provably queued when shutdown begins.
+    let deadline = std::time::Instant::now() + WAIT;
+    while !w.shared.closed.load(Ordering::Acquire) {
+        assert!(std::time::Instant::now() < deadline, "shutdown never closed");
+        thread::yield_now();
+    }
+    w.submit(item(1000, Vec::new(), &tx));
+    assert_eq!(rx.recv_timeout(WAIT).unwrap(), (1000, Err(WalError::Closed)));
+    drop(open);
+    stopper.join().unwrap();
+    let mut answers = HashMap::new();
+    while let Ok((id, result)) = rx.try_recv() {
+        assert!(answers.insert(id, result).is_none(), "item {id} answered twice");
+    }
+    assert_eq!(answers.len(), 201);
+    assert!(answers.values().all(|r| r.is_ok()), "{answers:?}");
+    w.shutdown(); // idempotent
+    w.submit(item(5000, Vec::new(), &tx));
+    assert_eq!(rx.recv_timeout(WAIT).unwrap(), (5000, Err(WalError::Closed)));
+    let (_, got) = recover_all(&c, 1).unwrap();
+    assert_eq!(got.len(), 201);
+}
+
+#[test]
+fn dropping_the_handle_answers_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    {
+        let w = WalWriter::start(cfg(dir.path(), 1 << 30), 1).unwrap();
+        for i in 0..100 {
+            w.submit(item(i, payload(i), &tx));
+        }
+    }
+    let results: Vec<Done> = rx.try_iter().collect();
+    assert_eq!(results.len(), 100);
+    assert!(results.iter().all(|(id, r)| *r == Ok(id + 1)), "{results:?}");
+}
+
+#[test]
+fn dropped_pending_answers_closed() {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    drop(Pending(Some(item(9, Vec::new(), &tx))));
+    assert_eq!(rx.try_recv().unwrap(), (9, Err(WalError::Closed)));
+    assert!(rx.try_recv().is_err(), "answered twice");
+}
+
+struct PanickyItem(Sender<Done>);
+
+impl WalItem for PanickyItem {
+    fn encode(&self, _buf: &mut Vec<u8>) {
+        panic!("encode bug (expected by the test)");
+    }
+    fn complete(self: Box<Self>, result: Result<u64, WalError>) {
+        let _ = self.0.send((0, result));
+    }
+}
+
+#[test]
+fn panicking_encode_rejects_only_that_item() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = WalWriter::start(cfg(dir.path(), 1 << 30), 1).unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    w.submit(Box::new(PanickyItem(tx.clone())));
+    assert!(matches!(rx.recv_timeout(WAIT).unwrap(), (0, Err(WalError::Io(_)))));
+    assert_eq!(append_one_by_one(&w, &[b"after".to_vec()]), vec![1]);
+    assert_eq!(w.failure(), None);
+}
+
+#[test]
+fn start_refuses_a_next_index_behind_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), 1 << 30);
+    let w = WalWriter::start(c.clone(), 1).unwrap();
+    append_one_by_one(&w, &[b"a".to_vec(), b"b".to_vec()]);
+    w.shutdown();
+    assert!(matches!(WalWriter::start(c.clone(), 1), Err(WalError::Corrupt { .. })));
+    // The value recover() returns is accepted and continues the log in a new segment.
+    let (info, _) = recover_all(&c, 1).unwrap();
+    let w = WalWriter::start(c.clone(), info.next_index).unwrap();
+    assert_eq!(append_one_by_one(&w, &[b"c".to_vec()]), vec![3]);
+    w.shutdown();
+    assert_eq!(segment_names(dir.path()), vec![1, 3]);
+}
+
+#[test]
+fn empty_segment_of_the_right_name_is_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), 1 << 30);
+    WalWriter::start(c.clone(), 1).unwrap().shutdown();
+    WalWriter::start(c.clone(), 1).unwrap().shutdown();
+    assert_eq!(segment_names(dir.path()), vec![1]);
+}
