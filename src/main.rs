@@ -1,10 +1,31 @@
-//! The `baton` binary: parses the command line and hands over to the server crate.
+//! The `baton` binary: parses the command line and hands each subcommand to
+//! the crate that owns it.
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "baton",
+    version,
+    about = "Baton: a durable message broker (Queen-compatible HTTP API)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one node: HTTP API, write-ahead log, state machine.
+    Serve(baton_server::ServeArgs),
+}
 
 fn main() {
-    let cli = baton_server::Cli::parse();
-    if let Err(e) = baton_server::run(cli) {
+    let cli = Cli::parse();
+    let res = match cli.command {
+        Command::Serve(a) => baton_server::serve(a),
+    };
+    if let Err(e) = res {
         eprintln!("baton: {e}");
         std::process::exit(1);
     }

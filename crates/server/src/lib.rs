@@ -1,27 +1,10 @@
 //! Wiring only: configuration, start-up, signals and shutdown. Owns no
 //! behaviour of its own; everything it starts lives in a lower crate.
 
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "baton",
-    version,
-    about = "Baton: a durable message broker (Queen-compatible HTTP API)"
-)]
-pub struct Cli {
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum Command {
-    /// Run one node: HTTP API, write-ahead log, state machine.
-    Serve(ServeArgs),
-}
 
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
@@ -54,13 +37,8 @@ pub struct ServeArgs {
     pub log: String,
 }
 
-pub fn run(cli: Cli) -> Result<(), String> {
-    match cli.command {
-        Command::Serve(a) => serve(a),
-    }
-}
-
-fn serve(a: ServeArgs) -> Result<(), String> {
+/// Run one node until SIGTERM or SIGINT; then finish the group commit in flight, checkpoint, return.
+pub fn serve(a: ServeArgs) -> Result<(), String> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(&a.log))
         .with_writer(std::io::stderr)

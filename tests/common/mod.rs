@@ -1,0 +1,142 @@
+//! Shared harness for process-level tests: start the real `baton` binary on a
+//! free loopback port with its own data directory, wait for health, kill it
+//! (SIGKILL or SIGTERM) and restart it on the same port and directory.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind an ephemeral port")
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub struct Server {
+    child: Option<Child>,
+    pub port: u16,
+    pub dir: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+    args: Vec<String>,
+}
+
+impl Server {
+    /// Start with default settings in a fresh temp dir.
+    pub fn start() -> Server {
+        Self::start_with(&[])
+    }
+
+    /// Start with extra `serve` flags in a fresh temp dir.
+    pub fn start_with(args: &[&str]) -> Server {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path().join("data");
+        let mut s = Server {
+            child: None,
+            port: free_port(),
+            dir,
+            _tmp: Some(tmp),
+            args: args.iter().map(|s| s.to_string()).collect(),
+        };
+        s.spawn();
+        s
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.with_extension("log"))
+            .expect("open server log");
+        let child = Command::new(env!("CARGO_BIN_EXE_baton"))
+            .arg("serve")
+            .arg("--http-addr")
+            .arg(format!("127.0.0.1:{}", self.port))
+            .arg("--data-dir")
+            .arg(&self.dir)
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn baton");
+        self.child = Some(child);
+        self.wait_healthy();
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.with_extension("log")).unwrap_or_default()
+    }
+
+    fn wait_healthy(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let addr = format!("127.0.0.1:{}", self.port);
+        while Instant::now() < deadline {
+            if let Some(st) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                panic!("baton exited during start-up with {st}; log:\n{}", self.log());
+            }
+            if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
+                use std::io::{Read, Write};
+                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                let _ = s.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+                let mut buf = String::new();
+                let _ = s.read_to_string(&mut buf);
+                if buf.starts_with("HTTP/1.1 200") {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("baton did not become healthy in 30 s; log:\n{}", self.log());
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{}", self.port, path)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// SIGKILL: no chance to flush or checkpoint.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM and wait for the exit status (bounded).
+    pub fn terminate(&mut self) -> ExitStatus {
+        let mut c = self.child.take().expect("running");
+        unsafe {
+            libc::kill(c.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(st) = c.try_wait().expect("wait") {
+                return st;
+            }
+            if Instant::now() > deadline {
+                let _ = c.kill();
+                panic!("baton did not exit within 30 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Start again on the same port and data directory.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "stop the server before restarting it");
+        self.spawn();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
