@@ -7,7 +7,7 @@ Each test gets its own Baton server:
 
 BATON_BIN defaults to <repo>/target/release/baton. The fixture waits (bounded)
 for GET /health to answer 200, hands the test the base URL, and stops the
-process (SIGTERM, then SIGKILL) afterwards. When a test fails, the tail of the
+process group (SIGTERM, then SIGKILL) afterwards. When a test fails, the tail of the
 server log is printed in the teardown section of the report.
 
 Set BATON_URL=http://host:port to run against an already running server
@@ -19,6 +19,7 @@ Other knobs: BATON_HEALTH_TIMEOUT (seconds, default 20).
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -90,14 +91,21 @@ def _wait_healthy(
     )
 
 
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    """Signal the process group the server was started in (its pgid is its
+    pid: start_new_session=True), so a wrapper script's children go too."""
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is not None:
-        return
-    proc.terminate()
+    _signal_group(proc, signal.SIGTERM)
     try:
         proc.wait(timeout=STOP_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        _signal_group(proc, signal.SIGKILL)
         proc.wait(timeout=STOP_TIMEOUT_S)
 
 
@@ -150,6 +158,7 @@ def baton_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 cwd=str(workdir),
+                start_new_session=True,
             )
         try:
             _wait_healthy(base_url, proc, HEALTH_TIMEOUT_S, log_path)

@@ -17,3 +17,5 @@ pub use command::*;
 pub use engine::{wall_micros, Engine, EngineConfig};
 pub use model::*;
 pub use options::OptionsPatch;
+#[cfg(test)]
+mod plan_tests;

@@ -1,0 +1,298 @@
+//! Planner and apply, without threads or WAL: each invariant that the
+//! planner or apply enforces has a test here.
+
+use crate::command::*;
+use crate::entry::Entry;
+use crate::model::*;
+use crate::plan::Planner;
+use crate::state::{State, StorageConfig};
+
+const S: u64 = 1_000_000;
+
+struct Fixture {
+    p: Planner,
+    log: Vec<Entry>,
+    _dir: tempfile::TempDir,
+}
+
+fn storage(dir: &std::path::Path) -> StorageConfig {
+    StorageConfig { data_dir: dir.to_path_buf(), segment_bytes: 4096 }
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Planner::new(State::new(storage(&dir.path().join("live"))));
+        Fixture { p, log: Vec::new(), _dir: dir }
+    }
+
+    fn at(&mut self, now: Micros) -> &mut Planner {
+        self.p.begin(now);
+        &mut self.p
+    }
+
+    fn done(&mut self) {
+        if let Some(e) = self.p.finish() {
+            self.log.push(e);
+        }
+    }
+
+    fn push(&mut self, now: Micros, queue: &str, part: &str, txids: &[&str]) -> Vec<PushResult> {
+        let records: Vec<PushRecord> = txids
+            .iter()
+            .map(|t| PushRecord { txid: t.to_string(), client_txid: true, value: format!("\"{t}\"").into_bytes().into() })
+            .collect();
+        let recs: Vec<_> = records
+            .iter()
+            .map(|r| baton_wire::NewRecord { key: None, value: &r.value, txid: Some(&r.txid) })
+            .collect();
+        let batch = baton_wire::encode_batch(&recs, (now / 1000) as i64).unwrap();
+        let g = PushGroup {
+            queue: queue.into(),
+            partition: part.into(),
+            indexes: (0..txids.len()).collect(),
+            records,
+            batch,
+        };
+        let r = self.at(now).push(vec![g]);
+        self.done();
+        r
+    }
+
+    fn pop(&mut self, now: Micros, queue: &str, group: Option<&str>, batch: u32) -> Option<PopResult> {
+        let req = PopRequest {
+            queue: queue.into(),
+            partition: None,
+            group: group.map(str::to_string),
+            batch,
+            lease_secs: None,
+            from_ts: None,
+            auto_ack: false,
+        };
+        let r = self.at(now).pop(&req).unwrap();
+        self.done();
+        r
+    }
+
+    fn ack(&mut self, now: Micros, r: &PopResult, offset: u64, status: AckStatus) -> Result<(), CoreError> {
+        let item = AckItem { part: r.part, txid: None, offset: Some(offset), lease: r.lease, status, error: None };
+        let group = (r.group != QUEUE_MODE).then_some(r.group.clone());
+        let out = self.at(now).ack(group.as_deref(), &[item]).pop().unwrap();
+        self.done();
+        out
+    }
+
+    fn configure(&mut self, now: Micros, queue: &str, o: QueueOptions) {
+        self.at(now).configure(queue, o).unwrap();
+        self.done();
+    }
+}
+
+fn offsets(r: &PopResult) -> Vec<u64> {
+    r.messages.iter().map(|m| m.0).collect()
+}
+
+#[test]
+fn fifo_and_one_lease_per_partition_per_group() {
+    let mut f = Fixture::new();
+    f.push(10 * S, "q", "p", &["a", "b", "c"]);
+    let r = f.pop(11 * S, "q", None, 2).unwrap();
+    assert_eq!(offsets(&r), vec![0, 1]);
+    // While the lease lives, the partition is closed to the group (FIFO).
+    assert!(f.pop(12 * S, "q", None, 2).is_none());
+    // Another group reads independently.
+    let g = f.pop(12 * S, "q", Some("g"), 10).unwrap();
+    assert_eq!(offsets(&g), vec![0, 1, 2]);
+}
+
+#[test]
+fn i6_acked_message_is_not_delivered_again() {
+    let mut f = Fixture::new();
+    f.push(S, "q", "p", &["a", "b"]);
+    let r = f.pop(2 * S, "q", None, 10).unwrap();
+    f.ack(3 * S, &r, 0, AckStatus::Completed).unwrap();
+    f.ack(3 * S, &r, 1, AckStatus::Completed).unwrap();
+    assert!(f.pop(4 * S, "q", None, 10).is_none());
+    // Even after every lease would have expired.
+    assert!(f.pop(4000 * S, "q", None, 10).is_none());
+    f.push(4001 * S, "q", "p", &["c"]);
+    assert_eq!(offsets(&f.pop(4002 * S, "q", None, 10).unwrap()), vec![2]);
+}
+
+#[test]
+fn i4_expired_lease_fences_its_acks_and_changes_nothing() {
+    let mut f = Fixture::new();
+    f.configure(0, "q", QueueOptions { lease_time: 5, ..Default::default() });
+    f.push(S, "q", "p", &["a"]);
+    let r = f.pop(2 * S, "q", None, 1).unwrap();
+    let before = serde_json::to_value(&f.p.state).unwrap();
+    let err = f.ack(8 * S, &r, 0, AckStatus::Completed).unwrap_err();
+    assert_eq!(err.code, "lease_not_live");
+    assert_eq!(serde_json::to_value(&f.p.state).unwrap(), before, "a fenced ack changed state");
+    // Redelivered with the failure charged.
+    let again = f.pop(9 * S, "q", None, 1).unwrap();
+    assert_eq!(again.messages, vec![(0, 2)]);
+    // The old lease id stays fenced even though the partition is leased again.
+    let err = f.ack(9 * S, &r, 0, AckStatus::Completed).unwrap_err();
+    assert_eq!(err.code, "lease_not_live");
+}
+
+#[test]
+fn failed_ack_charges_and_dead_letters_past_retry_limit() {
+    let mut f = Fixture::new();
+    f.configure(0, "q", QueueOptions { retry_limit: 1, ..Default::default() });
+    f.push(S, "q", "p", &["a", "b"]);
+    let r = f.pop(2 * S, "q", None, 2).unwrap();
+    f.ack(3 * S, &r, 1, AckStatus::Completed).unwrap();
+    f.ack(3 * S, &r, 0, AckStatus::Failed).unwrap();
+    let r = f.pop(4 * S, "q", None, 2).unwrap();
+    assert_eq!(r.messages, vec![(0, 2)], "only the failed message comes back, b was settled");
+    f.ack(5 * S, &r, 0, AckStatus::Failed).unwrap();
+    assert!(f.pop(6 * S, "q", None, 2).is_none(), "past retryLimit the message is dead-lettered");
+    let q = f.p.state.queue("q").unwrap();
+    assert_eq!(q.dlq.len(), 1);
+    assert_eq!(q.dlq[0].offset, 0);
+}
+
+#[test]
+fn nack_releases_the_lease_and_retry_is_free() {
+    let mut f = Fixture::new();
+    f.push(S, "q", "p", &["a", "b", "c"]);
+    let r = f.pop(2 * S, "q", None, 3).unwrap();
+    f.ack(3 * S, &r, 0, AckStatus::Retry).unwrap();
+    let r2 = f.pop(4 * S, "q", None, 3).unwrap();
+    assert_eq!(r2.messages, vec![(0, 1), (1, 1), (2, 1)], "retry charges nothing; the whole lease was released");
+    assert_eq!(f.ack(5 * S, &r, 1, AckStatus::Completed).unwrap_err().code, "lease_not_live");
+}
+
+#[test]
+fn dedup_within_window_and_within_request() {
+    let mut f = Fixture::new();
+    let r = f.push(S, "q", "p", &["a", "a", "b"]);
+    assert!(matches!(r[0].status, PushStatus::Queued { offset: 0, .. }));
+    assert!(matches!(r[1].status, PushStatus::Duplicate { .. }));
+    assert!(matches!(r[2].status, PushStatus::Queued { offset: 1, .. }));
+    let r = f.push(2 * S, "q", "p", &["b", "c"]);
+    assert!(matches!(r[0].status, PushStatus::Duplicate { .. }));
+    assert!(matches!(r[1].status, PushStatus::Queued { offset: 2, .. }));
+    // After the window (default 3600 s) the id may be written again.
+    let r = f.push(3700 * S, "q", "p", &["a"]);
+    assert!(matches!(r[0].status, PushStatus::Queued { offset: 3, .. }));
+    // What was stored reads back without the duplicate.
+    let p = f.p.state.partition("q", "p").unwrap();
+    let spans = p.spans_for(&[0, 1, 2, 3]);
+    let mut ids = Vec::new();
+    for s in spans {
+        for r in baton_wire::decode_batches(&s.read().unwrap()).unwrap() {
+            ids.push((r.offset, r.txid.unwrap()));
+        }
+    }
+    assert_eq!(ids, vec![(0, "a".into()), (1, "b".into()), (2, "c".into()), (3, "a".into())]);
+}
+
+#[test]
+fn i5_time_never_goes_back() {
+    let mut f = Fixture::new();
+    f.push(100 * S, "q", "p", &["a"]);
+    f.push(50 * S, "q", "p", &["b"]);
+    assert_eq!(f.log.len(), 2);
+    assert!(f.log[1].ts > f.log[0].ts, "a clock step back still gives a later entry time");
+}
+
+#[test]
+fn delayed_processing_holds_messages_back() {
+    let mut f = Fixture::new();
+    f.configure(0, "q", QueueOptions { delayed_processing: 10, ..Default::default() });
+    f.push(S, "q", "p", &["a"]);
+    assert!(f.pop(5 * S, "q", None, 1).is_none());
+    assert!(f.pop(12 * S, "q", None, 1).is_some());
+}
+
+#[test]
+fn retention_trims_whole_segments_and_moves_cursors() {
+    let mut f = Fixture::new();
+    f.configure(0, "q", QueueOptions { retention_seconds: 10, ..Default::default() });
+    for i in 0..40u64 {
+        let id = format!("m{i}");
+        f.push(S + i, "q", "p", &[&id]);
+    }
+    f.push(100 * S, "q", "p", &["late"]);
+    f.at(105 * S).retention().unwrap();
+    f.done();
+    let p = f.p.state.partition("q", "p").unwrap();
+    assert_eq!(p.start, 40, "every message older than the retention is gone");
+    assert_eq!(p.files.as_ref().unwrap().segments.len(), 1, "old segment files were deleted");
+    let r = f.pop(106 * S, "q", None, 10).unwrap();
+    assert_eq!(offsets(&r), vec![40]);
+}
+
+#[test]
+fn i1_replay_rebuilds_the_same_state() {
+    let mut f = Fixture::new();
+    f.configure(0, "q", QueueOptions { lease_time: 5, retry_limit: 1, ..Default::default() });
+    for i in 0..20u64 {
+        let a = format!("a{i}");
+        let b = format!("b{i}");
+        f.push(S + i * S, "q", if i % 2 == 0 { "p0" } else { "p1" }, &[&a, &b]);
+    }
+    let mut t = 30 * S;
+    for round in 0..30 {
+        t += S;
+        let group = if round % 3 == 0 { Some("g") } else { None };
+        if let Some(r) = f.pop(t, "q", group, 3) {
+            for (i, (o, _)) in r.messages.iter().enumerate() {
+                let st = match (round + i) % 4 {
+                    0 => AckStatus::Failed,
+                    1 => continue, // left to expire
+                    _ => AckStatus::Completed,
+                };
+                let _ = f.ack(t, &r, *o, st);
+            }
+        }
+        if round == 10 {
+            t += 10 * S;
+        }
+    }
+    let live = serde_json::to_value(&f.p.state).unwrap();
+    let dir = f._dir.path().join("replay");
+    let mut replayed = State::new(storage(&dir));
+    for e in &f.log {
+        replayed.apply(e).unwrap();
+    }
+    replayed.applied_index = f.p.state.applied_index;
+    assert_eq!(serde_json::to_value(&replayed).unwrap(), live, "replay diverged from the live state");
+    // The partition files are rebuilt byte for byte too.
+    for (id, p) in &f.p.state.parts {
+        let q = &replayed.parts[id];
+        for (a, b) in p.files.as_ref().unwrap().segments.iter().zip(&q.files.as_ref().unwrap().segments) {
+            let ra = crate::store::ReadSpan { file: a.file.clone(), pos: 0, len: a.len as u32 }.read().unwrap();
+            let rb = crate::store::ReadSpan { file: b.file.clone(), pos: 0, len: b.len as u32 }.read().unwrap();
+            assert_eq!(ra, rb);
+        }
+    }
+}
+
+#[test]
+fn i2_one_request_is_one_entry_across_partitions() {
+    let mut f = Fixture::new();
+    let mk = |part: &str, t: &str| {
+        let records = vec![PushRecord { txid: t.into(), client_txid: true, value: "1".as_bytes().to_vec().into() }];
+        let batch = baton_wire::encode_batch(&[baton_wire::NewRecord { key: None, value: b"1", txid: Some(t) }], 0).unwrap();
+        PushGroup { queue: "q".into(), partition: part.into(), indexes: vec![0], records, batch }
+    };
+    f.at(S).push(vec![mk("p0", "x"), mk("p1", "y")]);
+    f.done();
+    assert_eq!(f.log.len(), 1, "a push touching two partitions is one entry");
+    let appends = f.log[0].effects.iter().filter(|e| matches!(e, crate::entry::Effect::Append { .. })).count();
+    assert_eq!(appends, 2);
+}
+
+#[test]
+fn bad_names_are_refused_and_change_nothing() {
+    let mut f = Fixture::new();
+    let r = f.push(S, "q", "a/b", &["x"]);
+    assert!(matches!(&r[0].status, PushStatus::Failed(e) if e.code == "invalid_partition"));
+    assert!(f.p.state.partition("q", "a/b").is_none());
+    let r = f.push(S, "", "p", &["x"]);
+    assert!(matches!(&r[0].status, PushStatus::Failed(e) if e.code == "invalid_queue"));
+}
