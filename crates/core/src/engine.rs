@@ -174,6 +174,10 @@ enum Cmd {
     },
     DeleteGroup(String, oneshot::Sender<Result<(), CoreError>>),
     DeleteQueue(String, oneshot::Sender<Result<(), CoreError>>),
+    Txn(
+        crate::txn::TxnRequest,
+        oneshot::Sender<Result<crate::txn::TxnOutcome, CoreError>>,
+    ),
     Query(Query, oneshot::Sender<QueryResult>),
     Fetch(Vec<FetchRequest>, oneshot::Sender<Vec<FetchResult>>),
     Shutdown(std::sync::mpsc::Sender<()>),
@@ -291,6 +295,11 @@ impl Engine {
         self.call(|r| Cmd::DeleteQueue(queue, r))
             .await
             .unwrap_or_else(|| Err(gone()))
+    }
+
+    /// Acks and pushes as one entry: committed whole or rolled back whole.
+    pub async fn transaction(&self, t: crate::txn::TxnRequest) -> Result<crate::txn::TxnOutcome, CoreError> {
+        self.call(|r| Cmd::Txn(t, r)).await.unwrap_or_else(|| Err(gone()))
     }
 
     pub async fn query(&self, q: Query) -> Result<QueryResult, CoreError> {
@@ -544,6 +553,10 @@ impl PlannerLoop {
                 let res = self.p.delete_queue(&q);
                 self.settle(deferred(reply, res));
             }
+            Cmd::Txn(t, reply) => {
+                let res = self.p.transaction(t);
+                self.settle(deferred(reply, res));
+            }
             Cmd::Query(q, reply) => {
                 let _ = reply.send(query::run(&self.p.state, q));
             }
@@ -635,6 +648,7 @@ fn fail_cmd(cmd: Cmd, e: CoreError) {
         Cmd::Seek { reply, .. } => drop(reply.send(Err(e))),
         Cmd::DeleteGroup(_, r) => drop(r.send(Err(e))),
         Cmd::DeleteQueue(_, r) => drop(r.send(Err(e))),
+        Cmd::Txn(_, r) => drop(r.send(Err(e))),
         Cmd::Query(..) | Cmd::Fetch(..) | Cmd::Shutdown(_) => {}
     }
 }

@@ -12,10 +12,12 @@ pub mod plan;
 pub mod query;
 pub mod state;
 pub mod store;
+pub mod txn;
 
 pub use command::*;
 pub use engine::{wall_micros, Engine, EngineConfig};
 pub use model::*;
 pub use options::OptionsPatch;
+pub use txn::{TxnAck, TxnItem, TxnOutcome, TxnRequest};
 #[cfg(test)]
 mod plan_tests;

@@ -153,13 +153,13 @@ fn render_pop(r: PopResult) -> Result<Response, ApiError> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AckBody {
-    transaction_id: Option<String>,
+    pub(crate) transaction_id: Option<String>,
     partition_id: Option<String>,
     offset: Option<u64>,
     lease_id: Option<String>,
     status: Option<String>,
     error: Option<String>,
-    consumer_group: Option<String>,
+    pub(crate) consumer_group: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -169,7 +169,7 @@ pub struct AckBatchBody {
     consumer_group: Option<String>,
 }
 
-fn ack_item(i: usize, a: &AckBody) -> Result<AckItem, ApiError> {
+pub(crate) fn ack_item(i: usize, a: &AckBody) -> Result<AckItem, ApiError> {
     let pid = a
         .partition_id
         .as_deref()

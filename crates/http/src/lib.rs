@@ -12,6 +12,7 @@ mod error;
 mod metrics;
 mod push;
 mod render;
+mod txn;
 
 use axum::routing::{delete, get, post};
 use axum::Router;
@@ -67,6 +68,7 @@ pub fn router(engine: Engine, cfg: HttpConfig) -> Router {
         .route("/api/v1/ack/batch", post(consume::ack_batch))
         .route("/api/v1/lease/{lease}/extend", post(consume::extend))
         .route("/api/v1/fetch", post(consume::fetch))
+        .route("/api/v1/transaction", post(txn::transaction))
         .route("/api/v1/resources/overview", get(admin::overview))
         .route("/api/v1/resources/queues", get(admin::queues))
         .route(

@@ -24,7 +24,7 @@ pub struct PushBody {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct PushItem {
+pub struct PushItem {
     queue: String,
     #[serde(default)]
     partition: Option<String>,
@@ -79,7 +79,7 @@ pub async fn push(State(app): State<App>, JsonBody(body): JsonBody<PushBody>) ->
     Ok((StatusCode::CREATED, Json(out)).into_response())
 }
 
-fn build_groups(app: &App, items: Vec<PushItem>) -> Result<Vec<PushGroup>, ApiError> {
+pub(crate) fn build_groups(app: &App, items: Vec<PushItem>) -> Result<Vec<PushGroup>, ApiError> {
     let max = app.cfg.max_payload_bytes;
     let mut order: Vec<(String, String)> = Vec::new();
     let mut by_key: HashMap<(String, String), (Vec<usize>, Vec<PushRecord>)> = HashMap::new();

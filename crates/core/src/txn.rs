@@ -1,0 +1,181 @@
+//! Transactions: acks under leases plus pushes, judged whole and written as
+//! ONE entry (I2). Every check runs before the first effect is emitted, so a
+//! rollback changes nothing; a lease that is not live fails the whole
+//! transaction (I4).
+
+use crate::command::*;
+use crate::model::*;
+use crate::plan::Planner;
+use std::collections::HashSet;
+
+#[derive(Debug, Clone)]
+pub struct TxnAck {
+    /// Position in the flat results (every pushed item and every ack, in request order).
+    pub index: usize,
+    pub group: Option<String>,
+    pub item: AckItem,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TxnRequest {
+    pub acks: Vec<TxnAck>,
+    /// `indexes` of each group are flat result positions.
+    pub pushes: Vec<PushGroup>,
+    pub required_leases: Vec<LeaseId>,
+    pub flat_len: usize,
+}
+
+#[derive(Debug, Clone)]
+pub enum TxnItem {
+    Acked,
+    Pushed { part: PartId, offset: u64, txid: String },
+}
+
+#[derive(Debug, Clone)]
+pub enum TxnOutcome {
+    Committed(Vec<TxnItem>),
+    RolledBack {
+        reason: &'static str,
+        failed_index: Option<usize>,
+        message: String,
+    },
+}
+
+fn rollback(reason: &'static str, failed_index: Option<usize>, message: impl Into<String>) -> TxnOutcome {
+    TxnOutcome::RolledBack {
+        reason,
+        failed_index,
+        message: message.into(),
+    }
+}
+
+impl Planner {
+    pub fn transaction(&mut self, t: TxnRequest) -> Result<TxnOutcome, CoreError> {
+        if let Some(r) = self.check_txn(&t) {
+            return Ok(r);
+        }
+        let mut items: Vec<Option<TxnItem>> = vec![None; t.flat_len];
+        for a in &t.acks {
+            let group = a.group.as_deref().unwrap_or(QUEUE_MODE);
+            let out = self
+                .ack(Some(group), std::slice::from_ref(&a.item))
+                .pop()
+                .expect("one result per item");
+            // Checked above against the same state; a failure now is a broken planner.
+            out.map_err(|e| CoreError::unavailable(format!("transaction ack failed after its check: {e}")))?;
+            items[a.index] = Some(TxnItem::Acked);
+        }
+        for r in self.push(t.pushes) {
+            match r.status {
+                PushStatus::Queued { part, offset } => {
+                    items[r.index] = Some(TxnItem::Pushed {
+                        part,
+                        offset,
+                        txid: r.txid,
+                    });
+                }
+                PushStatus::Duplicate { .. } | PushStatus::Failed(_) => {
+                    return Err(CoreError::unavailable("transaction push failed after its check"));
+                }
+            }
+        }
+        Ok(TxnOutcome::Committed(
+            items.into_iter().map(|i| i.unwrap_or(TxnItem::Acked)).collect(),
+        ))
+    }
+
+    /// Judge the whole transaction against the current state without changing it.
+    fn check_txn(&self, t: &TxnRequest) -> Option<TxnOutcome> {
+        let st = &self.state;
+        let now = self.now();
+        let mut settled = HashSet::new();
+        for a in &t.acks {
+            let group = a.group.as_deref().unwrap_or(QUEUE_MODE);
+            let reject = |m: &str| Some(rollback("rejected_ack", Some(a.index), m));
+            let Some(gid) = st.group_ids.get(group) else {
+                return reject("the consumer group has no leases");
+            };
+            let Some(p) = st.parts.get(&a.item.part) else {
+                return reject("no partition with that partitionId");
+            };
+            let Some(l) = p.cursors.get(gid).and_then(|c| c.lease.as_ref()) else {
+                return reject("no live lease for this group on the partition");
+            };
+            if l.expires <= now || a.item.lease.is_some_and(|x| x != l.id) {
+                return reject("the lease named is expired, released or not this partition's");
+            }
+            let pos = match (a.item.offset, &a.item.txid) {
+                (Some(o), _) => l.offsets.iter().position(|x| *x == o),
+                (None, Some(tx)) => {
+                    let h = txid_hash(tx);
+                    l.offsets.iter().position(|o| p.txid_at(*o) == Some(h))
+                }
+                (None, None) => None,
+            };
+            let Some(pos) = pos else {
+                return reject("that message is not in the group's live lease");
+            };
+            if l.settled[pos] || !settled.insert((a.item.part, *gid, l.offsets[pos])) {
+                return reject("that message was already acknowledged");
+            }
+            if matches!(a.item.status, AckStatus::Failed | AckStatus::Retry) {
+                return Some(rollback(
+                    "bad_request",
+                    Some(a.index),
+                    "a transaction acks with completed or dlq",
+                ));
+            }
+        }
+        for l in &t.required_leases {
+            let live = st
+                .leases
+                .get(l)
+                .and_then(|(p, g)| st.parts.get(p)?.cursors.get(g)?.lease.as_ref())
+                .is_some_and(|x| x.id == *l && x.expires > now);
+            if !live {
+                return Some(rollback(
+                    "rejected_ack",
+                    None,
+                    format!("required lease {} is not live", lease_uuid(*l)),
+                ));
+            }
+        }
+        let mut seen = HashSet::new();
+        for g in &t.pushes {
+            if let Err(m) = valid_name(&g.queue) {
+                return Some(rollback(
+                    "bad_request",
+                    g.indexes.first().copied(),
+                    format!("queue name: {m}"),
+                ));
+            }
+            if let Err(m) = valid_name(&g.partition) {
+                return Some(rollback(
+                    "bad_request",
+                    g.indexes.first().copied(),
+                    format!("partition name: {m}"),
+                ));
+            }
+            let window = st
+                .queue(&g.queue)
+                .map(|q| q.options.dedup_window_seconds)
+                .unwrap_or(QueueOptions::default().dedup_window_seconds);
+            let part = st.partition(&g.queue, &g.partition);
+            for (i, r) in g.indexes.iter().zip(&g.records) {
+                if !r.client_txid || window == 0 {
+                    continue;
+                }
+                let h = txid_hash(&r.txid);
+                let stored = part.is_some_and(|p| p.dedup.get(&h).is_some_and(|exp| *exp > now));
+                if stored || !seen.insert((g.queue.as_str(), g.partition.as_str(), h)) {
+                    return Some(rollback(
+                        "duplicate",
+                        Some(*i),
+                        format!("transactionId {} was already pushed", r.txid),
+                    ));
+                }
+            }
+        }
+        None
+    }
+}
