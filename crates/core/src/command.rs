@@ -153,6 +153,17 @@ pub enum Query {
         queue: Option<String>,
         limit: usize,
     },
+    /// Kafka ListOffsets by time: first offset written at or after `ts_ms` (None if none).
+    OffsetForTime {
+        topic: String,
+        partition: String,
+        ts_ms: i64,
+    },
+    /// A group's next offset per partition of a topic (Kafka OffsetFetch).
+    GroupOffsets {
+        group: String,
+        topic: String,
+    },
     /// A message by its transaction id (the newest with that id).
     Message {
         part: PartId,
@@ -167,6 +178,8 @@ pub struct PartitionView {
     pub name: String,
     pub start: u64,
     pub end: u64,
+    /// Offsets below are durable: what Kafka calls the high watermark.
+    pub durable_end: u64,
     pub depth: u64,
     pub leased: bool,
 }
@@ -214,4 +227,6 @@ pub enum QueryResult {
     Groups(Vec<GroupView>),
     Dlq(Vec<DlqView>),
     Message(Option<(String, String, Option<ReadSpan>)>),
+    Offset(Result<Option<u64>, CoreError>),
+    GroupOffsets(Vec<(String, u64)>),
 }

@@ -11,6 +11,7 @@
 use crate::checkpoint;
 use crate::command::*;
 use crate::entry::{encode_entries, Entry};
+use crate::kafka_ops::{ProduceOutcome, ProduceRequest};
 use crate::model::*;
 use crate::options::OptionsPatch;
 use crate::plan::Planner;
@@ -178,6 +179,15 @@ enum Cmd {
         crate::txn::TxnRequest,
         oneshot::Sender<Result<crate::txn::TxnOutcome, CoreError>>,
     ),
+    Produce(ProduceRequest, oneshot::Sender<Result<ProduceOutcome, CoreError>>),
+    CreateTopic(String, u32, oneshot::Sender<Result<bool, CoreError>>),
+    InitProducer(oneshot::Sender<Result<i64, CoreError>>),
+    Commit(
+        String,
+        String,
+        Vec<(String, u64)>,
+        oneshot::Sender<Result<Vec<Result<(), CoreError>>, CoreError>>,
+    ),
     Query(Query, oneshot::Sender<QueryResult>),
     Fetch(Vec<FetchRequest>, oneshot::Sender<Vec<FetchResult>>),
     Shutdown(std::sync::mpsc::Sender<()>),
@@ -300,6 +310,34 @@ impl Engine {
     /// Acks and pushes as one entry: committed whole or rolled back whole.
     pub async fn transaction(&self, t: crate::txn::TxnRequest) -> Result<crate::txn::TxnOutcome, CoreError> {
         self.call(|r| Cmd::Txn(t, r)).await.unwrap_or_else(|| Err(gone()))
+    }
+
+    /// Kafka Produce: the client's batches stored as they came, offsets assigned.
+    pub async fn produce(&self, r: ProduceRequest) -> Result<ProduceOutcome, CoreError> {
+        self.call(|x| Cmd::Produce(r, x)).await.unwrap_or_else(|| Err(gone()))
+    }
+
+    /// Create a topic (queue) with partitions "0".."n-1"; true if anything was created.
+    pub async fn create_topic(&self, topic: String, partitions: u32) -> Result<bool, CoreError> {
+        self.call(|x| Cmd::CreateTopic(topic, partitions, x))
+            .await
+            .unwrap_or_else(|| Err(gone()))
+    }
+
+    pub async fn init_producer(&self) -> Result<i64, CoreError> {
+        self.call(Cmd::InitProducer).await.unwrap_or_else(|| Err(gone()))
+    }
+
+    /// Kafka OffsetCommit: set the group's next offset on each named partition.
+    pub async fn commit_offsets(
+        &self,
+        group: String,
+        topic: String,
+        offsets: Vec<(String, u64)>,
+    ) -> Result<Vec<Result<(), CoreError>>, CoreError> {
+        self.call(|x| Cmd::Commit(group, topic, offsets, x))
+            .await
+            .unwrap_or_else(|| Err(gone()))
     }
 
     pub async fn query(&self, q: Query) -> Result<QueryResult, CoreError> {
@@ -557,6 +595,22 @@ impl PlannerLoop {
                 let res = self.p.transaction(t);
                 self.settle(deferred(reply, res));
             }
+            Cmd::Produce(r, reply) => {
+                let res = self.p.produce(r);
+                self.settle(deferred(reply, res));
+            }
+            Cmd::CreateTopic(t, n, reply) => {
+                let res = self.p.create_topic(&t, n);
+                self.settle(deferred(reply, res));
+            }
+            Cmd::InitProducer(reply) => {
+                let res = self.p.init_producer();
+                self.settle(deferred(reply, res));
+            }
+            Cmd::Commit(g, t, offs, reply) => {
+                let res = self.p.commit_offsets(&g, &t, &offs);
+                self.settle(deferred(reply, Ok(res)));
+            }
             Cmd::Query(q, reply) => {
                 let _ = reply.send(query::run(&self.p.state, q));
             }
@@ -649,6 +703,10 @@ fn fail_cmd(cmd: Cmd, e: CoreError) {
         Cmd::DeleteGroup(_, r) => drop(r.send(Err(e))),
         Cmd::DeleteQueue(_, r) => drop(r.send(Err(e))),
         Cmd::Txn(_, r) => drop(r.send(Err(e))),
+        Cmd::Produce(_, r) => drop(r.send(Err(e))),
+        Cmd::CreateTopic(_, _, r) => drop(r.send(Err(e))),
+        Cmd::InitProducer(r) => drop(r.send(Err(e))),
+        Cmd::Commit(_, _, _, r) => drop(r.send(Err(e))),
         Cmd::Query(..) | Cmd::Fetch(..) | Cmd::Shutdown(_) => {}
     }
 }

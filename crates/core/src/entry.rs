@@ -84,6 +84,25 @@ pub enum Effect {
     DeleteQueue {
         queue: QueueId,
     },
+    /// A Kafka producer id for InitProducerId.
+    AllocProducer {
+        id: i64,
+    },
+    /// An idempotent producer's batch was appended: remember its sequence range.
+    ProducerSeq {
+        part: PartId,
+        producer: i64,
+        epoch: i16,
+        first_seq: i32,
+        last_seq: i32,
+        base_offset: u64,
+    },
+    /// Set a group's committed position (Kafka OffsetCommit); drops its lease.
+    Commit {
+        part: PartId,
+        group: GroupId,
+        offset: u64,
+    },
 }
 
 pub fn encode_entries(entries: &[Entry], buf: &mut Vec<u8>) {

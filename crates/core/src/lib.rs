@@ -6,6 +6,7 @@ pub mod checkpoint;
 pub mod command;
 pub mod engine;
 pub mod entry;
+pub mod kafka_ops;
 pub mod model;
 pub mod options;
 pub mod plan;

@@ -65,6 +65,14 @@ impl Planner {
         })
     }
 
+    pub(crate) fn emit_pub(&mut self, e: Effect) -> Result<(), CoreError> {
+        self.emit(e)
+    }
+
+    pub(crate) fn ensure_group_pub(&mut self, name: &str) -> Planned<GroupId> {
+        self.ensure_group(name, None)
+    }
+
     fn ensure_queue(&mut self, name: &str) -> Planned<QueueId> {
         if let Some(id) = self.state.queue_ids.get(name) {
             return Ok(*id);

@@ -572,3 +572,95 @@ fn transaction_rolls_back_on_duplicate_push() {
         0
     );
 }
+
+fn kafka_batch(n: usize, pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
+    let vals: Vec<String> = (0..n).map(|i| format!("v{i}")).collect();
+    let recs: Vec<_> = vals
+        .iter()
+        .map(|v| baton_wire::NewRecord {
+            key: None,
+            value: v.as_bytes(),
+            txid: None,
+        })
+        .collect();
+    let mut b = baton_wire::encode_batch(&recs, 0).unwrap();
+    b[43..51].copy_from_slice(&pid.to_be_bytes());
+    b[51..53].copy_from_slice(&epoch.to_be_bytes());
+    b[53..57].copy_from_slice(&seq.to_be_bytes());
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    b
+}
+
+#[test]
+fn kafka_idempotent_producer_drops_retries_and_refuses_gaps() {
+    use crate::kafka_ops::{ProduceOutcome as O, ProduceRequest};
+    let mut f = Fixture::new();
+    f.at(S).create_topic("t", 2).unwrap();
+    f.done();
+    let pid = f.at(S).init_producer().unwrap();
+    f.done();
+    let mut produce = |f: &mut Fixture, b: Vec<u8>| {
+        let r = f.at(2 * S).produce(ProduceRequest {
+            topic: "t".into(),
+            partition: "1".into(),
+            batches: vec![b],
+            create: false,
+        });
+        f.done();
+        r.unwrap()
+    };
+    assert_eq!(
+        produce(&mut f, kafka_batch(3, pid, 0, 0)),
+        O::Appended { base_offset: 0 }
+    );
+    assert_eq!(
+        produce(&mut f, kafka_batch(3, pid, 0, 0)),
+        O::Duplicate { base_offset: 0 },
+        "a retry is dropped"
+    );
+    assert_eq!(
+        produce(&mut f, kafka_batch(2, pid, 0, 5)),
+        O::OutOfOrderSequence,
+        "a gap is refused"
+    );
+    assert_eq!(
+        produce(&mut f, kafka_batch(2, pid, 0, 3)),
+        O::Appended { base_offset: 3 }
+    );
+    assert_eq!(
+        produce(&mut f, kafka_batch(1, -1, -1, -1)),
+        O::Appended { base_offset: 5 },
+        "non-idempotent producers are not checked"
+    );
+    let mut bad = kafka_batch(1, -1, -1, -1);
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    assert!(matches!(produce(&mut f, bad), O::CorruptMessage(_)));
+    assert_eq!(
+        f.p.state.partition("t", "1").unwrap().end,
+        6,
+        "nothing of a refused batch was stored"
+    );
+    let r = f.at(3 * S).produce(ProduceRequest {
+        topic: "nope".into(),
+        partition: "0".into(),
+        batches: vec![kafka_batch(1, -1, -1, -1)],
+        create: false,
+    });
+    assert_eq!(r.unwrap(), O::UnknownTopicOrPartition);
+}
+
+#[test]
+fn kafka_offset_commit_moves_the_group_cursor() {
+    let mut f = Fixture::new();
+    f.push(S, "q", "0", &["a", "b", "c"]);
+    let r = f
+        .at(2 * S)
+        .commit_offsets("g", "q", &[("0".into(), 2), ("9".into(), 1)]);
+    f.done();
+    assert!(r[0].is_ok());
+    assert_eq!(r[1].as_ref().unwrap_err().code, "partition_not_found");
+    let popped = f.pop(3 * S, "q", Some("g"), 10).unwrap();
+    assert_eq!(offsets(&popped), vec![2]);
+}

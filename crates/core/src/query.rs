@@ -20,6 +20,7 @@ fn queue_view(state: &State, q: &Queue) -> QueueView {
                 name: p.name.clone(),
                 start: p.start,
                 end: p.end,
+                durable_end: p.durable_end(),
                 depth: partition_depth(state, *pid, gid),
                 leased: gid.and_then(|g| p.cursors.get(&g)).is_some_and(|c| c.lease.is_some()),
             }
@@ -86,6 +87,32 @@ pub fn run(state: &State, q: Query) -> QueryResult {
                 }
             }
             QueryResult::Dlq(out)
+        }
+        Query::OffsetForTime {
+            topic,
+            partition,
+            ts_ms,
+        } => QueryResult::Offset(match state.partition(&topic, &partition) {
+            None => Err(CoreError::not_found(
+                "partition_not_found",
+                format!("{topic}/{partition} does not exist"),
+            )),
+            Some(p) => {
+                let o = p.offset_at_ts((ts_ms.max(0) as u64) * 1000);
+                Ok((o < p.durable_end()).then_some(o))
+            }
+        }),
+        Query::GroupOffsets { group, topic } => {
+            let mut out = Vec::new();
+            if let (Some(g), Some(q)) = (state.group_ids.get(&group), state.queue(&topic)) {
+                for pid in &q.parts {
+                    let p = &state.parts[pid];
+                    if let Some(c) = p.cursors.get(g) {
+                        out.push((p.name.clone(), c.next.max(p.start)));
+                    }
+                }
+            }
+            QueryResult::GroupOffsets(out)
         }
         Query::Message { part, txid } => QueryResult::Message(state.parts.get(&part).and_then(|p| {
             let h = txid_hash(&txid);

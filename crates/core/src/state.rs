@@ -87,6 +87,8 @@ pub struct Partition {
     pub dedup: HashMap<u64, Micros>,
     pub dedup_order: VecDeque<(Micros, u64)>,
     pub marks: Vec<SegmentMark>,
+    /// Idempotent Kafka producers: epoch and their last few batches.
+    pub producers: HashMap<i64, ProducerState>,
     #[serde(skip)]
     pub files: Option<PartitionFiles>,
     /// Offsets below are durable: readers that do not write (fetch) stop here.
@@ -147,6 +149,17 @@ impl Partition {
     }
 }
 
+/// What Kafka keeps per producer and partition to drop retried batches.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProducerState {
+    pub epoch: i16,
+    /// (first sequence, last sequence, base offset) of the last batches, oldest first.
+    pub recent: VecDeque<(i32, i32, u64)>,
+}
+
+/// Batches per producer remembered for duplicate detection (Kafka keeps 5).
+pub const PRODUCER_WINDOW: usize = 5;
+
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Queue {
     pub id: QueueId,
@@ -188,6 +201,7 @@ pub struct State {
     pub next_part: PartId,
     pub next_group: GroupId,
     pub next_lease: LeaseId,
+    pub next_producer: i64,
     /// Time of the last applied entry (I5).
     pub last_ts: Micros,
     /// Index of the last applied log entry.
@@ -276,6 +290,7 @@ impl State {
                         dedup: HashMap::new(),
                         dedup_order: VecDeque::new(),
                         marks: Vec::new(),
+                        producers: HashMap::new(),
                         files: Some(files),
                         durable: Arc::new(AtomicU64::new(0)),
                     },
@@ -494,6 +509,43 @@ impl State {
                                 c.next += 1;
                             }
                         }
+                    }
+                }
+            }
+            Effect::AllocProducer { id } => {
+                self.next_producer = self.next_producer.max(id + 1);
+            }
+            Effect::ProducerSeq {
+                part,
+                producer,
+                epoch,
+                first_seq,
+                last_seq,
+                base_offset,
+            } => {
+                if let Some(p) = self.parts.get_mut(part) {
+                    let st = p.producers.entry(*producer).or_default();
+                    if st.epoch != *epoch {
+                        st.epoch = *epoch;
+                        st.recent.clear();
+                    }
+                    st.recent.push_back((*first_seq, *last_seq, *base_offset));
+                    while st.recent.len() > PRODUCER_WINDOW {
+                        st.recent.pop_front();
+                    }
+                }
+            }
+            Effect::Commit { part, group, offset } => {
+                if let Some(p) = self.parts.get_mut(part) {
+                    let c = p.cursors.entry(*group).or_default();
+                    if let Some(l) = c.lease.take() {
+                        self.leases.remove(&l.id);
+                    }
+                    c.next = *offset;
+                    c.done = c.done.split_off(offset);
+                    c.attempts.retain(|o, _| *o >= *offset);
+                    while c.done.remove(&c.next) {
+                        c.next += 1;
                     }
                 }
             }

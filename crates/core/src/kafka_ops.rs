@@ -1,0 +1,179 @@
+//! Planning for the Kafka front door: appending a client's record batch as
+//! it came (offsets assigned, CRC checked), the idempotent producer's sequence
+//! checks, topic creation and committed offsets. The Kafka crate owns the
+//! protocol; this module owns what those requests do to the state.
+
+use crate::command::*;
+use crate::entry::Effect;
+use crate::model::*;
+use crate::plan::Planner;
+use baton_wire::BatchHeader;
+
+/// Kafka's own error codes for produce outcomes the state decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProduceOutcome {
+    Appended {
+        base_offset: u64,
+    },
+    /// A retry of a batch already stored: answer with its original offset.
+    Duplicate {
+        base_offset: u64,
+    },
+    OutOfOrderSequence,
+    InvalidProducerEpoch,
+    CorruptMessage(String),
+    UnknownTopicOrPartition,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProduceRequest {
+    pub topic: String,
+    pub partition: String,
+    pub batches: Vec<Vec<u8>>,
+    /// Create the topic's partition if missing (auto-create on).
+    pub create: bool,
+}
+
+/// Producer fields of a v2 batch header.
+fn producer_of(b: &[u8]) -> (i64, i16, i32) {
+    let pid = i64::from_be_bytes(b[43..51].try_into().expect("header checked"));
+    let epoch = i16::from_be_bytes(b[51..53].try_into().expect("header checked"));
+    let seq = i32::from_be_bytes(b[53..57].try_into().expect("header checked"));
+    (pid, epoch, seq)
+}
+
+impl Planner {
+    pub fn create_topic(&mut self, topic: &str, partitions: u32) -> Result<bool, CoreError> {
+        valid_name(topic).map_err(|m| CoreError::bad("invalid_topic", m))?;
+        let existed = self.state.queue_ids.contains_key(topic);
+        if !existed {
+            self.emit_pub(Effect::Configure {
+                queue: topic.to_string(),
+                options: QueueOptions::default(),
+            })?;
+        }
+        let q = self.state.queue_ids[topic];
+        let have = self.state.queues[&q].parts.len() as u32;
+        for i in 0..partitions {
+            if !self.state.queues[&q].part_by_name.contains_key(&i.to_string()) {
+                self.emit_pub(Effect::CreatePartition {
+                    queue: q,
+                    name: i.to_string(),
+                })?;
+            }
+        }
+        Ok(!existed || have < partitions)
+    }
+
+    pub fn produce(&mut self, r: ProduceRequest) -> Result<ProduceOutcome, CoreError> {
+        let mut parsed = Vec::with_capacity(r.batches.len());
+        for b in &r.batches {
+            match BatchHeader::parse(b) {
+                Ok(h) if h.length == b.len() && h.record_count > 0 => parsed.push(h),
+                Ok(_) => {
+                    return Ok(ProduceOutcome::CorruptMessage(
+                        "batch length or record count is wrong".into(),
+                    ))
+                }
+                Err(e) => return Ok(ProduceOutcome::CorruptMessage(e.to_string())),
+            }
+        }
+        let Some(part) = self.state.partition(&r.topic, &r.partition).map(|p| p.id) else {
+            if !r.create {
+                return Ok(ProduceOutcome::UnknownTopicOrPartition);
+            }
+            let n = r
+                .partition
+                .parse::<u32>()
+                .map_err(|_| CoreError::bad("invalid_partition", "Kafka partitions are numbers"))?;
+            self.create_topic(&r.topic, n + 1)?;
+            return self.produce(r);
+        };
+        let mut first_base = None;
+        for (mut b, h) in r.batches.into_iter().zip(parsed) {
+            let (pid, epoch, seq) = producer_of(&b);
+            let count = h.record_count;
+            let p = &self.state.parts[&part];
+            if pid >= 0 && seq >= 0 {
+                if let Some(st) = p.producers.get(&pid) {
+                    if epoch < st.epoch {
+                        return Ok(ProduceOutcome::InvalidProducerEpoch);
+                    }
+                    if epoch == st.epoch {
+                        let last_seq = seq.wrapping_add(count as i32 - 1);
+                        if let Some((_, _, off)) = st.recent.iter().find(|(f, l, _)| *f == seq && *l == last_seq) {
+                            return Ok(ProduceOutcome::Duplicate { base_offset: *off });
+                        }
+                        let expected = st.recent.back().map(|(_, l, _)| l.wrapping_add(1)).unwrap_or(0);
+                        if seq != expected {
+                            return Ok(ProduceOutcome::OutOfOrderSequence);
+                        }
+                    } else if seq != 0 {
+                        return Ok(ProduceOutcome::OutOfOrderSequence);
+                    }
+                }
+            }
+            let base = p.end;
+            baton_wire::set_base_offset(&mut b, base);
+            let name = p.name.clone();
+            let txids = (0..count as u64)
+                .map(|i| txid_hash(&format!("{name}-{}", base + i)))
+                .collect();
+            self.emit_pub(Effect::Append {
+                part,
+                count,
+                txids,
+                dedup: Vec::new(),
+                batch: b.into(),
+            })?;
+            if pid >= 0 && seq >= 0 {
+                let last_seq = seq.wrapping_add(count as i32 - 1);
+                self.emit_pub(Effect::ProducerSeq {
+                    part,
+                    producer: pid,
+                    epoch,
+                    first_seq: seq,
+                    last_seq,
+                    base_offset: base,
+                })?;
+            }
+            self.pushed_queues.insert(self.state.parts[&part].queue);
+            first_base.get_or_insert(base);
+        }
+        Ok(ProduceOutcome::Appended {
+            base_offset: first_base.unwrap_or(0),
+        })
+    }
+
+    pub fn init_producer(&mut self) -> Result<i64, CoreError> {
+        let id = self.state.next_producer;
+        self.emit_pub(Effect::AllocProducer { id })?;
+        Ok(id)
+    }
+
+    /// Kafka OffsetCommit: the group's next offset per partition of a topic.
+    pub fn commit_offsets(
+        &mut self,
+        group: &str,
+        topic: &str,
+        offsets: &[(String, u64)],
+    ) -> Vec<Result<(), CoreError>> {
+        let gid = match self.ensure_group_pub(group) {
+            Ok(g) => g,
+            Err(e) => return offsets.iter().map(|_| Err(e.clone())).collect(),
+        };
+        offsets
+            .iter()
+            .map(|(name, off)| {
+                let part = self.state.partition(topic, name).map(|p| p.id).ok_or_else(|| {
+                    CoreError::not_found("partition_not_found", format!("{topic}/{name} does not exist"))
+                })?;
+                self.emit_pub(Effect::Commit {
+                    part,
+                    group: gid,
+                    offset: *off,
+                })
+            })
+            .collect()
+    }
+}
