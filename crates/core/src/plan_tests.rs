@@ -600,7 +600,7 @@ fn kafka_idempotent_producer_drops_retries_and_refuses_gaps() {
     f.done();
     let pid = f.at(S).init_producer().unwrap();
     f.done();
-    let mut produce = |f: &mut Fixture, b: Vec<u8>| {
+    let produce = |f: &mut Fixture, b: Vec<u8>| {
         let r = f.at(2 * S).produce(ProduceRequest {
             topic: "t".into(),
             partition: "1".into(),
