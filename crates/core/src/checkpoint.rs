@@ -48,11 +48,7 @@ impl Snapshot {
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
         bytes.extend_from_slice(&body);
-        Ok(Snapshot {
-            index: state.applied_index,
-            bytes,
-            files,
-        })
+        Ok(Snapshot { index: state.applied_index, bytes, files })
     }
 
     pub fn write(self, dir: &Path) -> Result<(), String> {
@@ -64,9 +60,7 @@ impl Snapshot {
         f.write_all(&self.bytes).map_err(|e| e.to_string())?;
         f.sync_all().map_err(|e| e.to_string())?;
         fs::rename(&tmp, dir.join(FILE)).map_err(|e| e.to_string())?;
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| format!("sync data dir: {e}"))?;
+        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| format!("sync data dir: {e}"))?;
         Ok(())
     }
 }
@@ -85,9 +79,7 @@ fn load(dir: &Path) -> Result<Option<State>, String> {
     if crc32c::crc32c(&bytes[12..]) != crc {
         return Err(format!("{} is damaged (crc mismatch)", path.display()));
     }
-    bincode::deserialize(&bytes[12..])
-        .map(Some)
-        .map_err(|e| format!("decode {}: {e}", path.display()))
+    bincode::deserialize(&bytes[12..]).map(Some).map_err(|e| format!("decode {}: {e}", path.display()))
 }
 
 /// Rebuild the state from disk; returns it with the next WAL index.

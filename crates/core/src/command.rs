@@ -25,11 +25,7 @@ pub struct CoreError {
 
 impl CoreError {
     pub fn new(kind: ErrorKind, code: &'static str, message: impl Into<String>) -> Self {
-        CoreError {
-            kind,
-            code,
-            message: message.into(),
-        }
+        CoreError { kind, code, message: message.into() }
     }
     pub fn bad(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(ErrorKind::BadRequest, code, message)
@@ -164,6 +160,13 @@ pub enum Query {
         group: String,
         topic: String,
     },
+    /// One timer, or a page of a queue's timers after a key.
+    Timers {
+        queue: String,
+        key: Option<String>,
+        after: Option<String>,
+        limit: usize,
+    },
     /// A message by its transaction id (the newest with that id).
     Message {
         part: PartId,
@@ -229,4 +232,6 @@ pub enum QueryResult {
     Message(Option<(String, String, Option<ReadSpan>)>),
     Offset(Result<Option<u64>, CoreError>),
     GroupOffsets(Vec<(String, u64)>),
+    /// (key, fire time, payload JSON, partition, txn)
+    Timers(Vec<(String, Micros, String, String, String)>),
 }

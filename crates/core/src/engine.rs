@@ -12,11 +12,13 @@ use crate::checkpoint;
 use crate::command::*;
 use crate::entry::{encode_entries, Entry};
 use crate::kafka_ops::{ProduceOutcome, ProduceRequest};
+use crate::kv::{KvOp, KvResult, KvRollback};
 use crate::model::*;
 use crate::options::OptionsPatch;
 use crate::plan::Planner;
 use crate::query;
 use crate::state::StorageConfig;
+use crate::timers::{TimerOp, TimerResult};
 use baton_log::{WalConfig, WalError, WalItem, WalStats, WalWriter};
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
@@ -48,10 +50,7 @@ impl EngineConfig {
 }
 
 pub fn wall_micros() -> Micros {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
 }
 
 type Reply = Box<dyn FnOnce(Result<(), CoreError>) + Send>;
@@ -78,11 +77,7 @@ pub struct Shared {
 
 impl Shared {
     fn notifier(&self, queue: &str) -> Arc<Notify> {
-        self.notifies
-            .lock()
-            .entry(queue.to_string())
-            .or_insert_with(|| Arc::new(Notify::new()))
-            .clone()
+        self.notifies.lock().entry(queue.to_string()).or_insert_with(|| Arc::new(Notify::new())).clone()
     }
 
     fn latch(&self, reason: String) {
@@ -153,18 +148,9 @@ impl WalItem for Frame {
 enum Cmd {
     Push(Vec<PushGroup>, oneshot::Sender<Result<Vec<PushResult>, CoreError>>),
     Pop(PopRequest, oneshot::Sender<Result<Option<PopResult>, CoreError>>),
-    Ack(
-        Option<String>,
-        Vec<AckItem>,
-        oneshot::Sender<Result<Vec<Result<(), CoreError>>, CoreError>>,
-    ),
+    Ack(Option<String>, Vec<AckItem>, oneshot::Sender<Result<Vec<Result<(), CoreError>>, CoreError>>),
     Extend(LeaseId, Option<u64>, oneshot::Sender<Result<Micros, CoreError>>),
-    Configure(
-        String,
-        OptionsPatch,
-        ConfigureMode,
-        oneshot::Sender<Result<QueueOptions, CoreError>>,
-    ),
+    Configure(String, OptionsPatch, ConfigureMode, oneshot::Sender<Result<QueueOptions, CoreError>>),
     Seek {
         group: String,
         queue: String,
@@ -175,19 +161,13 @@ enum Cmd {
     },
     DeleteGroup(String, oneshot::Sender<Result<(), CoreError>>),
     DeleteQueue(String, oneshot::Sender<Result<(), CoreError>>),
-    Txn(
-        crate::txn::TxnRequest,
-        oneshot::Sender<Result<crate::txn::TxnOutcome, CoreError>>,
-    ),
+    Txn(crate::txn::TxnRequest, oneshot::Sender<Result<crate::txn::TxnOutcome, CoreError>>),
     Produce(ProduceRequest, oneshot::Sender<Result<ProduceOutcome, CoreError>>),
     CreateTopic(String, u32, oneshot::Sender<Result<bool, CoreError>>),
     InitProducer(oneshot::Sender<Result<i64, CoreError>>),
-    Commit(
-        String,
-        String,
-        Vec<(String, u64)>,
-        oneshot::Sender<Result<Vec<Result<(), CoreError>>, CoreError>>,
-    ),
+    Commit(String, String, Vec<(String, u64)>, oneshot::Sender<Result<Vec<Result<(), CoreError>>, CoreError>>),
+    Kv(Vec<KvOp>, oneshot::Sender<Result<Result<Vec<KvResult>, KvRollback>, CoreError>>),
+    Timers(Vec<TimerOp>, oneshot::Sender<Result<Vec<TimerResult>, CoreError>>),
     Query(Query, oneshot::Sender<QueryResult>),
     Fetch(Vec<FetchRequest>, oneshot::Sender<Vec<FetchResult>>),
     Shutdown(std::sync::mpsc::Sender<()>),
@@ -207,14 +187,8 @@ fn gone() -> CoreError {
 impl Engine {
     /// Recover from `data_dir` (checkpoint + WAL replay) and start the threads.
     pub fn start(cfg: EngineConfig) -> Result<Engine, String> {
-        let storage = StorageConfig {
-            data_dir: cfg.data_dir.clone(),
-            segment_bytes: cfg.partition_segment_bytes,
-        };
-        let wal_cfg = WalConfig {
-            dir: cfg.data_dir.join("wal"),
-            segment_bytes: cfg.wal_segment_bytes,
-        };
+        let storage = StorageConfig { data_dir: cfg.data_dir.clone(), segment_bytes: cfg.partition_segment_bytes };
+        let wal_cfg = WalConfig { dir: cfg.data_dir.join("wal"), segment_bytes: cfg.wal_segment_bytes };
         let (state, next_index) = checkpoint::recover(storage, &wal_cfg)?;
         let wal = WalWriter::start(wal_cfg, next_index).map_err(|e| e.to_string())?;
         let shared = Arc::new(Shared {
@@ -253,15 +227,11 @@ impl Engine {
         group: Option<String>,
         items: Vec<AckItem>,
     ) -> Result<Vec<Result<(), CoreError>>, CoreError> {
-        self.call(|r| Cmd::Ack(group, items, r))
-            .await
-            .unwrap_or_else(|| Err(gone()))
+        self.call(|r| Cmd::Ack(group, items, r)).await.unwrap_or_else(|| Err(gone()))
     }
 
     pub async fn extend(&self, lease: LeaseId, secs: Option<u64>) -> Result<Micros, CoreError> {
-        self.call(|r| Cmd::Extend(lease, secs, r))
-            .await
-            .unwrap_or_else(|| Err(gone()))
+        self.call(|r| Cmd::Extend(lease, secs, r)).await.unwrap_or_else(|| Err(gone()))
     }
 
     pub async fn configure(
@@ -270,9 +240,7 @@ impl Engine {
         patch: OptionsPatch,
         mode: ConfigureMode,
     ) -> Result<QueueOptions, CoreError> {
-        self.call(|r| Cmd::Configure(queue, patch, mode, r))
-            .await
-            .unwrap_or_else(|| Err(gone()))
+        self.call(|r| Cmd::Configure(queue, patch, mode, r)).await.unwrap_or_else(|| Err(gone()))
     }
 
     pub async fn seek(
@@ -283,28 +251,17 @@ impl Engine {
         to_ts: Option<Micros>,
         to_end: bool,
     ) -> Result<u32, CoreError> {
-        self.call(|reply| Cmd::Seek {
-            group,
-            queue,
-            partition,
-            to_ts,
-            to_end,
-            reply,
-        })
-        .await
-        .unwrap_or_else(|| Err(gone()))
+        self.call(|reply| Cmd::Seek { group, queue, partition, to_ts, to_end, reply })
+            .await
+            .unwrap_or_else(|| Err(gone()))
     }
 
     pub async fn delete_group(&self, group: String) -> Result<(), CoreError> {
-        self.call(|r| Cmd::DeleteGroup(group, r))
-            .await
-            .unwrap_or_else(|| Err(gone()))
+        self.call(|r| Cmd::DeleteGroup(group, r)).await.unwrap_or_else(|| Err(gone()))
     }
 
     pub async fn delete_queue(&self, queue: String) -> Result<(), CoreError> {
-        self.call(|r| Cmd::DeleteQueue(queue, r))
-            .await
-            .unwrap_or_else(|| Err(gone()))
+        self.call(|r| Cmd::DeleteQueue(queue, r)).await.unwrap_or_else(|| Err(gone()))
     }
 
     /// Acks and pushes as one entry: committed whole or rolled back whole.
@@ -319,9 +276,7 @@ impl Engine {
 
     /// Create a topic (queue) with partitions "0".."n-1"; true if anything was created.
     pub async fn create_topic(&self, topic: String, partitions: u32) -> Result<bool, CoreError> {
-        self.call(|x| Cmd::CreateTopic(topic, partitions, x))
-            .await
-            .unwrap_or_else(|| Err(gone()))
+        self.call(|x| Cmd::CreateTopic(topic, partitions, x)).await.unwrap_or_else(|| Err(gone()))
     }
 
     pub async fn init_producer(&self) -> Result<i64, CoreError> {
@@ -335,9 +290,18 @@ impl Engine {
         topic: String,
         offsets: Vec<(String, u64)>,
     ) -> Result<Vec<Result<(), CoreError>>, CoreError> {
-        self.call(|x| Cmd::Commit(group, topic, offsets, x))
-            .await
-            .unwrap_or_else(|| Err(gone()))
+        self.call(|x| Cmd::Commit(group, topic, offsets, x)).await.unwrap_or_else(|| Err(gone()))
+    }
+
+    /// KV ops in order; all applied, or none if a required precondition failed.
+    pub async fn kv(&self, ops: Vec<KvOp>) -> Result<Result<Vec<KvResult>, KvRollback>, CoreError> {
+        crate::kv::validate(&ops)?;
+        self.call(|x| Cmd::Kv(ops, x)).await.unwrap_or_else(|| Err(gone()))
+    }
+
+    pub async fn timers(&self, ops: Vec<TimerOp>) -> Result<Vec<TimerResult>, CoreError> {
+        crate::timers::validate(&ops)?;
+        self.call(|x| Cmd::Timers(ops, x)).await.unwrap_or_else(|| Err(gone()))
     }
 
     pub async fn query(&self, q: Query) -> Result<QueryResult, CoreError> {
@@ -479,10 +443,7 @@ impl PlannerLoop {
                 notify,
                 shared: self.shared.clone(),
             };
-            self.shared
-                .counters
-                .entries
-                .fetch_add(frame.entries.len() as u64, Ordering::Relaxed);
+            self.shared.counters.entries.fetch_add(frame.entries.len() as u64, Ordering::Relaxed);
             self.wal.submit(Box::new(frame));
         }
         if parked.is_empty() {
@@ -532,20 +493,14 @@ impl PlannerLoop {
         match cmd {
             Cmd::Push(groups, reply) => {
                 let res = self.p.push(groups);
-                let n = res
-                    .iter()
-                    .filter(|r| matches!(r.status, PushStatus::Queued { .. }))
-                    .count();
+                let n = res.iter().filter(|r| matches!(r.status, PushStatus::Queued { .. })).count();
                 self.shared.counters.pushed.fetch_add(n as u64, Ordering::Relaxed);
                 self.settle(deferred(reply, Ok(res)));
             }
             Cmd::Pop(req, reply) => {
                 let res = self.p.pop(&req);
                 if let Ok(Some(r)) = &res {
-                    self.shared
-                        .counters
-                        .popped
-                        .fetch_add(r.messages.len() as u64, Ordering::Relaxed);
+                    self.shared.counters.popped.fetch_add(r.messages.len() as u64, Ordering::Relaxed);
                     if let (Some(_), Some(q)) = (r.lease, self.p.state.queue_ids.get(&r.queue)) {
                         self.lease_expiries.push(Reverse((r.lease_expires, *q)));
                     }
@@ -572,14 +527,7 @@ impl PlannerLoop {
                 let res = self.p.configure(&queue, opts.clone()).map(|_| opts);
                 self.settle(deferred(reply, res));
             }
-            Cmd::Seek {
-                group,
-                queue,
-                partition,
-                to_ts,
-                to_end,
-                reply,
-            } => {
+            Cmd::Seek { group, queue, partition, to_ts, to_end, reply } => {
                 let res = self.p.seek(&group, &queue, partition.as_deref(), to_ts, to_end);
                 self.settle(deferred(reply, res));
             }
@@ -611,6 +559,14 @@ impl PlannerLoop {
                 let res = self.p.commit_offsets(&g, &t, &offs);
                 self.settle(deferred(reply, Ok(res)));
             }
+            Cmd::Kv(ops, reply) => {
+                let res = self.p.kv(&ops);
+                self.settle(deferred(reply, res));
+            }
+            Cmd::Timers(ops, reply) => {
+                let res = self.p.timers(&ops);
+                self.settle(deferred(reply, res));
+            }
             Cmd::Query(q, reply) => {
                 let _ = reply.send(query::run(&self.p.state, q));
             }
@@ -635,6 +591,9 @@ impl PlannerLoop {
         self.p.begin(now);
         if let Err(e) = self.p.retention() {
             tracing::error!(error = %e, "retention planning failed");
+        }
+        if let Err(e) = self.p.fire_timers() {
+            tracing::error!(error = %e, "firing timers failed");
         }
         self.settle(Box::new(|_| {}));
         if self.last_checkpoint.elapsed() >= self.cfg.checkpoint_interval {
@@ -707,6 +666,8 @@ fn fail_cmd(cmd: Cmd, e: CoreError) {
         Cmd::CreateTopic(_, _, r) => drop(r.send(Err(e))),
         Cmd::InitProducer(r) => drop(r.send(Err(e))),
         Cmd::Commit(_, _, _, r) => drop(r.send(Err(e))),
+        Cmd::Kv(_, r) => drop(r.send(Err(e))),
+        Cmd::Timers(_, r) => drop(r.send(Err(e))),
         Cmd::Query(..) | Cmd::Fetch(..) | Cmd::Shutdown(_) => {}
     }
 }

@@ -84,6 +84,31 @@ pub enum Effect {
     DeleteQueue {
         queue: QueueId,
     },
+    /// Write a KV entry with the version the planner computed.
+    KvSet {
+        ns: String,
+        key: String,
+        value: String,
+        version: u64,
+        expires: Option<Micros>,
+    },
+    KvDel {
+        ns: String,
+        key: String,
+    },
+    /// Set (or move) a timer; firing is a TimerDel plus the Append it causes, in one entry.
+    TimerSet {
+        queue: String,
+        key: String,
+        fire_at: Micros,
+        payload: String,
+        partition: String,
+        txn: String,
+    },
+    TimerDel {
+        queue: String,
+        key: String,
+    },
     /// A Kafka producer id for InitProducerId.
     AllocProducer {
         id: i64,

@@ -47,19 +47,13 @@ impl Planner {
         valid_name(topic).map_err(|m| CoreError::bad("invalid_topic", m))?;
         let existed = self.state.queue_ids.contains_key(topic);
         if !existed {
-            self.emit_pub(Effect::Configure {
-                queue: topic.to_string(),
-                options: QueueOptions::default(),
-            })?;
+            self.emit_pub(Effect::Configure { queue: topic.to_string(), options: QueueOptions::default() })?;
         }
         let q = self.state.queue_ids[topic];
         let have = self.state.queues[&q].parts.len() as u32;
         for i in 0..partitions {
             if !self.state.queues[&q].part_by_name.contains_key(&i.to_string()) {
-                self.emit_pub(Effect::CreatePartition {
-                    queue: q,
-                    name: i.to_string(),
-                })?;
+                self.emit_pub(Effect::CreatePartition { queue: q, name: i.to_string() })?;
             }
         }
         Ok(!existed || have < partitions)
@@ -70,11 +64,7 @@ impl Planner {
         for b in &r.batches {
             match BatchHeader::parse(b) {
                 Ok(h) if h.length == b.len() && h.record_count > 0 => parsed.push(h),
-                Ok(_) => {
-                    return Ok(ProduceOutcome::CorruptMessage(
-                        "batch length or record count is wrong".into(),
-                    ))
-                }
+                Ok(_) => return Ok(ProduceOutcome::CorruptMessage("batch length or record count is wrong".into())),
                 Err(e) => return Ok(ProduceOutcome::CorruptMessage(e.to_string())),
             }
         }
@@ -116,16 +106,8 @@ impl Planner {
             let base = p.end;
             baton_wire::set_base_offset(&mut b, base);
             let name = p.name.clone();
-            let txids = (0..count as u64)
-                .map(|i| txid_hash(&format!("{name}-{}", base + i)))
-                .collect();
-            self.emit_pub(Effect::Append {
-                part,
-                count,
-                txids,
-                dedup: Vec::new(),
-                batch: b.into(),
-            })?;
+            let txids = (0..count as u64).map(|i| txid_hash(&format!("{name}-{}", base + i))).collect();
+            self.emit_pub(Effect::Append { part, count, txids, dedup: Vec::new(), batch: b.into() })?;
             if pid >= 0 && seq >= 0 {
                 let last_seq = seq.wrapping_add(count as i32 - 1);
                 self.emit_pub(Effect::ProducerSeq {
@@ -140,9 +122,7 @@ impl Planner {
             self.pushed_queues.insert(self.state.parts[&part].queue);
             first_base.get_or_insert(base);
         }
-        Ok(ProduceOutcome::Appended {
-            base_offset: first_base.unwrap_or(0),
-        })
+        Ok(ProduceOutcome::Appended { base_offset: first_base.unwrap_or(0) })
     }
 
     pub fn init_producer(&mut self) -> Result<i64, CoreError> {
@@ -168,11 +148,7 @@ impl Planner {
                 let part = self.state.partition(topic, name).map(|p| p.id).ok_or_else(|| {
                     CoreError::not_found("partition_not_found", format!("{topic}/{name} does not exist"))
                 })?;
-                self.emit_pub(Effect::Commit {
-                    part,
-                    group: gid,
-                    offset: *off,
-                })
+                self.emit_pub(Effect::Commit { part, group: gid, offset: *off })
             })
             .collect()
     }

@@ -7,12 +7,14 @@ pub mod command;
 pub mod engine;
 pub mod entry;
 pub mod kafka_ops;
+pub mod kv;
 pub mod model;
 pub mod options;
 pub mod plan;
 pub mod query;
 pub mod state;
 pub mod store;
+pub mod timers;
 pub mod txn;
 
 pub use command::*;
@@ -20,5 +22,7 @@ pub use engine::{wall_micros, Engine, EngineConfig};
 pub use model::*;
 pub use options::OptionsPatch;
 pub use txn::{TxnAck, TxnItem, TxnOutcome, TxnRequest};
+#[cfg(test)]
+mod kv_tests;
 #[cfg(test)]
 mod plan_tests;

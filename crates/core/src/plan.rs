@@ -29,12 +29,7 @@ fn apply_err(e: ApplyError) -> CoreError {
 
 impl Planner {
     pub fn new(state: State) -> Planner {
-        Planner {
-            state,
-            ts: 0,
-            effects: Vec::new(),
-            pushed_queues: HashSet::new(),
-        }
+        Planner { state, ts: 0, effects: Vec::new(), pushed_queues: HashSet::new() }
     }
 
     /// Start planning one request at wall-clock `now` (I5: time never goes back).
@@ -59,10 +54,7 @@ impl Planner {
         if self.effects.is_empty() {
             return None;
         }
-        Some(Entry {
-            ts: self.ts,
-            effects: std::mem::take(&mut self.effects),
-        })
+        Some(Entry { ts: self.ts, effects: std::mem::take(&mut self.effects) })
     }
 
     pub(crate) fn emit_pub(&mut self, e: Effect) -> Result<(), CoreError> {
@@ -78,10 +70,7 @@ impl Planner {
             return Ok(*id);
         }
         valid_name(name).map_err(|m| CoreError::bad("invalid_queue", format!("queue name: {m}")))?;
-        self.emit(Effect::Configure {
-            queue: name.to_string(),
-            options: QueueOptions::default(),
-        })?;
+        self.emit(Effect::Configure { queue: name.to_string(), options: QueueOptions::default() })?;
         Ok(self.state.queue_ids[name])
     }
 
@@ -90,10 +79,7 @@ impl Planner {
             return Ok(*p);
         }
         valid_name(name).map_err(|m| CoreError::bad("invalid_partition", format!("partition name: {m}")))?;
-        self.emit(Effect::CreatePartition {
-            queue,
-            name: name.to_string(),
-        })?;
+        self.emit(Effect::CreatePartition { queue, name: name.to_string() })?;
         Ok(self.state.queues[&queue].part_by_name[name])
     }
 
@@ -103,19 +89,13 @@ impl Planner {
         }
         valid_name(name).map_err(|m| CoreError::bad("invalid_group", format!("consumer group: {m}")))?;
         let from_ts = if name == QUEUE_MODE { None } else { from_ts };
-        self.emit(Effect::CreateGroup {
-            name: name.to_string(),
-            from_ts,
-        })?;
+        self.emit(Effect::CreateGroup { name: name.to_string(), from_ts })?;
         Ok(self.state.group_ids[name])
     }
 
     pub fn configure(&mut self, queue: &str, options: QueueOptions) -> Planned<()> {
         valid_name(queue).map_err(|m| CoreError::bad("invalid_queue", format!("queue name: {m}")))?;
-        self.emit(Effect::Configure {
-            queue: queue.to_string(),
-            options,
-        })
+        self.emit(Effect::Configure { queue: queue.to_string(), options })
     }
 
     pub fn push(&mut self, groups: Vec<PushGroup>) -> Vec<PushResult> {
@@ -192,12 +172,7 @@ impl Planner {
             } else {
                 PushStatus::Duplicate { part }
             };
-            results.push(PushResult {
-                index: *i,
-                txid: r.txid.clone(),
-                queue: g.queue.clone(),
-                status,
-            });
+            results.push(PushResult { index: *i, txid: r.txid.clone(), queue: g.queue.clone(), status });
         }
         if kept == 0 {
             return results;
@@ -211,11 +186,7 @@ impl Planner {
                 .iter()
                 .zip(&keep)
                 .filter(|(_, k)| **k)
-                .map(|(r, _)| baton_wire::NewRecord {
-                    key: None,
-                    value: &r.value,
-                    txid: Some(&r.txid),
-                })
+                .map(|(r, _)| baton_wire::NewRecord { key: None, value: &r.value, txid: Some(&r.txid) })
                 .collect();
             match baton_wire::encode_batch(&recs, (now / 1000) as i64) {
                 Ok(b) => b,
@@ -223,13 +194,7 @@ impl Planner {
             }
         };
         baton_wire::set_base_offset(&mut batch, base);
-        if let Err(e) = self.emit(Effect::Append {
-            part,
-            count: kept as u32,
-            txids,
-            dedup,
-            batch: batch.into(),
-        }) {
+        if let Err(e) = self.emit(Effect::Append { part, count: kept as u32, txids, dedup, batch: batch.into() }) {
             return fail(&g, e);
         }
         self.pushed_queues.insert(q);
@@ -257,11 +222,7 @@ impl Planner {
                         return Ok(None);
                     }
                     let start = (self.ts as usize / 7) % n;
-                    queue.parts[start..]
-                        .iter()
-                        .chain(&queue.parts[..start])
-                        .copied()
-                        .collect()
+                    queue.parts[start..].iter().chain(&queue.parts[..start]).copied().collect()
                 }
             }
         };
@@ -300,20 +261,10 @@ impl Planner {
             }
             let lease = self.state.next_lease;
             let expires = now + lease_us;
-            self.emit(Effect::Lease {
-                part,
-                group,
-                lease,
-                offsets: offsets.clone(),
-                expires,
-                auto_ack: req.auto_ack,
-            })?;
+            self.emit(Effect::Lease { part, group, lease, offsets: offsets.clone(), expires, auto_ack: req.auto_ack })?;
             let p = &self.state.parts[&part];
             let c = &p.cursors[&group];
-            let messages = offsets
-                .iter()
-                .map(|o| (*o, c.attempts.get(o).copied().unwrap_or(0) + 1))
-                .collect();
+            let messages = offsets.iter().map(|o| (*o, c.attempts.get(o).copied().unwrap_or(0) + 1)).collect();
             return Ok(Some(PopResult {
                 queue: req.queue.clone(),
                 part,
@@ -331,31 +282,17 @@ impl Planner {
     /// An expired lease is settled as one failure per unsettled message before
     /// anyone else may lease the partition; past the retry limit, dead-letter.
     fn expire_if_due(&mut self, part: PartId, group: GroupId, opts: &QueueOptions) -> Planned<()> {
-        let Some(l) = self.state.parts[&part]
-            .cursors
-            .get(&group)
-            .and_then(|c| c.lease.as_ref())
-        else {
+        let Some(l) = self.state.parts[&part].cursors.get(&group).and_then(|c| c.lease.as_ref()) else {
             return Ok(());
         };
         if l.expires > self.ts {
             return Ok(());
         }
         let lease = l.id;
-        let unsettled: Vec<u64> = l
-            .offsets
-            .iter()
-            .zip(&l.settled)
-            .filter(|(_, s)| !**s)
-            .map(|(o, _)| *o)
-            .collect();
+        let unsettled: Vec<u64> = l.offsets.iter().zip(&l.settled).filter(|(_, s)| !**s).map(|(o, _)| *o).collect();
         self.emit(Effect::ExpireLease { part, group, lease })?;
         for o in unsettled {
-            let attempts = self.state.parts[&part].cursors[&group]
-                .attempts
-                .get(&o)
-                .copied()
-                .unwrap_or(0);
+            let attempts = self.state.parts[&part].cursors[&group].attempts.get(&o).copied().unwrap_or(0);
             if attempts > opts.retry_limit && opts.dlq_after_max_retries {
                 self.emit(Effect::Ack {
                     part,
@@ -400,11 +337,7 @@ impl Planner {
             .ok_or_else(|| CoreError::not_found("partition_not_found", "no partition with that partitionId"))?;
         let opts = self.state.queues[&p.queue].options.clone();
         let lease = p.cursors.get(&group).and_then(|c| c.lease.as_ref()).ok_or_else(|| {
-            CoreError::new(
-                ErrorKind::Conflict,
-                "lease_not_live",
-                "no live lease for this group on the partition",
-            )
+            CoreError::new(ErrorKind::Conflict, "lease_not_live", "no live lease for this group on the partition")
         })?;
         if it.lease.is_some_and(|l| l != lease.id) || lease.expires <= now {
             return Err(CoreError::new(
@@ -419,19 +352,10 @@ impl Planner {
                 let h = txid_hash(t);
                 lease.offsets.iter().position(|o| p.txid_at(*o) == Some(h))
             }
-            (None, None) => {
-                return Err(CoreError::bad(
-                    "missing_field",
-                    "an ack names a transactionId or an offset",
-                ))
-            }
+            (None, None) => return Err(CoreError::bad("missing_field", "an ack names a transactionId or an offset")),
         }
         .ok_or_else(|| {
-            CoreError::new(
-                ErrorKind::Conflict,
-                "not_leased",
-                "that message is not in the group's live lease",
-            )
+            CoreError::new(ErrorKind::Conflict, "not_leased", "that message is not in the group's live lease")
         })?;
         if lease.settled[pos] {
             return Err(CoreError::new(
@@ -447,14 +371,7 @@ impl Planner {
             AckStatus::Failed if attempts + 1 > opts.retry_limit && opts.dlq_after_max_retries => AckStatus::Dlq,
             s => s,
         };
-        self.emit(Effect::Ack {
-            part: it.part,
-            group,
-            lease: lease_id,
-            offset,
-            status,
-            error: it.error.clone(),
-        })?;
+        self.emit(Effect::Ack { part: it.part, group, lease: lease_id, offset, status, error: it.error.clone() })?;
         if status != AckStatus::Completed {
             self.pushed_queues.insert(self.state.parts[&it.part].queue);
         }
@@ -462,31 +379,16 @@ impl Planner {
     }
 
     pub fn extend(&mut self, lease: LeaseId, secs: Option<u64>) -> Planned<Micros> {
-        let (part, group) = *self
-            .state
-            .leases
-            .get(&lease)
-            .ok_or_else(|| CoreError::not_found("lease_not_found", "no such lease"))?;
+        let (part, group) =
+            *self.state.leases.get(&lease).ok_or_else(|| CoreError::not_found("lease_not_found", "no such lease"))?;
         let p = &self.state.parts[&part];
-        let l = p.cursors[&group]
-            .lease
-            .as_ref()
-            .filter(|l| l.id == lease && l.expires > self.ts);
+        let l = p.cursors[&group].lease.as_ref().filter(|l| l.id == lease && l.expires > self.ts);
         if l.is_none() {
-            return Err(CoreError::new(
-                ErrorKind::Conflict,
-                "lease_not_live",
-                "the lease has expired or was released",
-            ));
+            return Err(CoreError::new(ErrorKind::Conflict, "lease_not_live", "the lease has expired or was released"));
         }
         let secs = secs.unwrap_or(self.state.queues[&p.queue].options.lease_time).max(1);
         let expires = self.ts + secs * 1_000_000;
-        self.emit(Effect::ExtendLease {
-            part,
-            group,
-            lease,
-            expires,
-        })?;
+        self.emit(Effect::ExtendLease { part, group, lease, expires })?;
         Ok(expires)
     }
 
@@ -513,16 +415,8 @@ impl Planner {
             .collect();
         for part in &parts {
             let p = &self.state.parts[part];
-            let offset = if to_end {
-                p.end
-            } else {
-                to_ts.map(|t| p.offset_at_ts(t)).unwrap_or(p.start)
-            };
-            self.emit(Effect::Seek {
-                part: *part,
-                group: gid,
-                offset,
-            })?;
+            let offset = if to_end { p.end } else { to_ts.map(|t| p.offset_at_ts(t)).unwrap_or(p.start) };
+            self.emit(Effect::Seek { part: *part, group: gid, offset })?;
         }
         Ok(parts.len() as u32)
     }
@@ -572,20 +466,13 @@ impl Planner {
 /// Messages waiting in queue mode across a queue's partitions.
 pub fn queue_depth(state: &State, q: QueueId) -> u64 {
     let gid = state.group_ids.get(QUEUE_MODE);
-    state.queues[&q]
-        .parts
-        .iter()
-        .map(|pid| partition_depth(state, *pid, gid.copied()))
-        .sum()
+    state.queues[&q].parts.iter().map(|pid| partition_depth(state, *pid, gid.copied())).sum()
 }
 
 pub fn partition_depth(state: &State, part: PartId, group: Option<GroupId>) -> u64 {
     let p = &state.parts[&part];
     match group.and_then(|g| p.cursors.get(&g)) {
-        Some(c) => p
-            .end
-            .saturating_sub(c.next.max(p.start))
-            .saturating_sub(c.done.len() as u64),
+        Some(c) => p.end.saturating_sub(c.next.max(p.start)).saturating_sub(c.done.len() as u64),
         None => p.end - p.start,
     }
 }

@@ -16,21 +16,14 @@ struct Fixture {
 }
 
 fn storage(dir: &std::path::Path) -> StorageConfig {
-    StorageConfig {
-        data_dir: dir.to_path_buf(),
-        segment_bytes: 4096,
-    }
+    StorageConfig { data_dir: dir.to_path_buf(), segment_bytes: 4096 }
 }
 
 impl Fixture {
     fn new() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let p = Planner::new(State::new(storage(&dir.path().join("live"))));
-        Fixture {
-            p,
-            log: Vec::new(),
-            _dir: dir,
-        }
+        Fixture { p, log: Vec::new(), _dir: dir }
     }
 
     fn at(&mut self, now: Micros) -> &mut Planner {
@@ -53,14 +46,8 @@ impl Fixture {
                 value: format!("\"{t}\"").into_bytes().into(),
             })
             .collect();
-        let recs: Vec<_> = records
-            .iter()
-            .map(|r| baton_wire::NewRecord {
-                key: None,
-                value: &r.value,
-                txid: Some(&r.txid),
-            })
-            .collect();
+        let recs: Vec<_> =
+            records.iter().map(|r| baton_wire::NewRecord { key: None, value: &r.value, txid: Some(&r.txid) }).collect();
         let batch = baton_wire::encode_batch(&recs, (now / 1000) as i64).unwrap();
         let g = PushGroup {
             queue: queue.into(),
@@ -90,14 +77,7 @@ impl Fixture {
     }
 
     fn ack(&mut self, now: Micros, r: &PopResult, offset: u64, status: AckStatus) -> Result<(), CoreError> {
-        let item = AckItem {
-            part: r.part,
-            txid: None,
-            offset: Some(offset),
-            lease: r.lease,
-            status,
-            error: None,
-        };
+        let item = AckItem { part: r.part, txid: None, offset: Some(offset), lease: r.lease, status, error: None };
         let group = (r.group != QUEUE_MODE).then_some(r.group.clone());
         let out = self.at(now).ack(group.as_deref(), &[item]).pop().unwrap();
         self.done();
@@ -144,24 +124,13 @@ fn i6_acked_message_is_not_delivered_again() {
 #[test]
 fn i4_expired_lease_fences_its_acks_and_changes_nothing() {
     let mut f = Fixture::new();
-    f.configure(
-        0,
-        "q",
-        QueueOptions {
-            lease_time: 5,
-            ..Default::default()
-        },
-    );
+    f.configure(0, "q", QueueOptions { lease_time: 5, ..Default::default() });
     f.push(S, "q", "p", &["a"]);
     let r = f.pop(2 * S, "q", None, 1).unwrap();
     let before = serde_json::to_value(&f.p.state).unwrap();
     let err = f.ack(8 * S, &r, 0, AckStatus::Completed).unwrap_err();
     assert_eq!(err.code, "lease_not_live");
-    assert_eq!(
-        serde_json::to_value(&f.p.state).unwrap(),
-        before,
-        "a fenced ack changed state"
-    );
+    assert_eq!(serde_json::to_value(&f.p.state).unwrap(), before, "a fenced ack changed state");
     // Redelivered with the failure charged.
     let again = f.pop(9 * S, "q", None, 1).unwrap();
     assert_eq!(again.messages, vec![(0, 2)]);
@@ -173,29 +142,15 @@ fn i4_expired_lease_fences_its_acks_and_changes_nothing() {
 #[test]
 fn failed_ack_charges_and_dead_letters_past_retry_limit() {
     let mut f = Fixture::new();
-    f.configure(
-        0,
-        "q",
-        QueueOptions {
-            retry_limit: 1,
-            ..Default::default()
-        },
-    );
+    f.configure(0, "q", QueueOptions { retry_limit: 1, ..Default::default() });
     f.push(S, "q", "p", &["a", "b"]);
     let r = f.pop(2 * S, "q", None, 2).unwrap();
     f.ack(3 * S, &r, 1, AckStatus::Completed).unwrap();
     f.ack(3 * S, &r, 0, AckStatus::Failed).unwrap();
     let r = f.pop(4 * S, "q", None, 2).unwrap();
-    assert_eq!(
-        r.messages,
-        vec![(0, 2)],
-        "only the failed message comes back, b was settled"
-    );
+    assert_eq!(r.messages, vec![(0, 2)], "only the failed message comes back, b was settled");
     f.ack(5 * S, &r, 0, AckStatus::Failed).unwrap();
-    assert!(
-        f.pop(6 * S, "q", None, 2).is_none(),
-        "past retryLimit the message is dead-lettered"
-    );
+    assert!(f.pop(6 * S, "q", None, 2).is_none(), "past retryLimit the message is dead-lettered");
     let q = f.p.state.queue("q").unwrap();
     assert_eq!(q.dlq.len(), 1);
     assert_eq!(q.dlq[0].offset, 0);
@@ -208,15 +163,8 @@ fn nack_releases_the_lease_and_retry_is_free() {
     let r = f.pop(2 * S, "q", None, 3).unwrap();
     f.ack(3 * S, &r, 0, AckStatus::Retry).unwrap();
     let r2 = f.pop(4 * S, "q", None, 3).unwrap();
-    assert_eq!(
-        r2.messages,
-        vec![(0, 1), (1, 1), (2, 1)],
-        "retry charges nothing; the whole lease was released"
-    );
-    assert_eq!(
-        f.ack(5 * S, &r, 1, AckStatus::Completed).unwrap_err().code,
-        "lease_not_live"
-    );
+    assert_eq!(r2.messages, vec![(0, 1), (1, 1), (2, 1)], "retry charges nothing; the whole lease was released");
+    assert_eq!(f.ack(5 * S, &r, 1, AckStatus::Completed).unwrap_err().code, "lease_not_live");
 }
 
 #[test]
@@ -241,10 +189,7 @@ fn dedup_within_window_and_within_request() {
             ids.push((r.offset, r.txid.unwrap()));
         }
     }
-    assert_eq!(
-        ids,
-        vec![(0, "a".into()), (1, "b".into()), (2, "c".into()), (3, "a".into())]
-    );
+    assert_eq!(ids, vec![(0, "a".into()), (1, "b".into()), (2, "c".into()), (3, "a".into())]);
 }
 
 #[test]
@@ -253,23 +198,13 @@ fn i5_time_never_goes_back() {
     f.push(100 * S, "q", "p", &["a"]);
     f.push(50 * S, "q", "p", &["b"]);
     assert_eq!(f.log.len(), 2);
-    assert!(
-        f.log[1].ts > f.log[0].ts,
-        "a clock step back still gives a later entry time"
-    );
+    assert!(f.log[1].ts > f.log[0].ts, "a clock step back still gives a later entry time");
 }
 
 #[test]
 fn delayed_processing_holds_messages_back() {
     let mut f = Fixture::new();
-    f.configure(
-        0,
-        "q",
-        QueueOptions {
-            delayed_processing: 10,
-            ..Default::default()
-        },
-    );
+    f.configure(0, "q", QueueOptions { delayed_processing: 10, ..Default::default() });
     f.push(S, "q", "p", &["a"]);
     assert!(f.pop(5 * S, "q", None, 1).is_none());
     assert!(f.pop(12 * S, "q", None, 1).is_some());
@@ -278,14 +213,7 @@ fn delayed_processing_holds_messages_back() {
 #[test]
 fn retention_trims_whole_segments_and_moves_cursors() {
     let mut f = Fixture::new();
-    f.configure(
-        0,
-        "q",
-        QueueOptions {
-            retention_seconds: 10,
-            ..Default::default()
-        },
-    );
+    f.configure(0, "q", QueueOptions { retention_seconds: 10, ..Default::default() });
     for i in 0..40u64 {
         let id = format!("m{i}");
         f.push(S + i, "q", "p", &[&id]);
@@ -295,11 +223,7 @@ fn retention_trims_whole_segments_and_moves_cursors() {
     f.done();
     let p = f.p.state.partition("q", "p").unwrap();
     assert_eq!(p.start, 40, "every message older than the retention is gone");
-    assert_eq!(
-        p.files.as_ref().unwrap().segments.len(),
-        1,
-        "old segment files were deleted"
-    );
+    assert_eq!(p.files.as_ref().unwrap().segments.len(), 1, "old segment files were deleted");
     let r = f.pop(106 * S, "q", None, 10).unwrap();
     assert_eq!(offsets(&r), vec![40]);
 }
@@ -307,15 +231,7 @@ fn retention_trims_whole_segments_and_moves_cursors() {
 #[test]
 fn i1_replay_rebuilds_the_same_state() {
     let mut f = Fixture::new();
-    f.configure(
-        0,
-        "q",
-        QueueOptions {
-            lease_time: 5,
-            retry_limit: 1,
-            ..Default::default()
-        },
-    );
+    f.configure(0, "q", QueueOptions { lease_time: 5, retry_limit: 1, ..Default::default() });
     for i in 0..20u64 {
         let a = format!("a{i}");
         let b = format!("b{i}");
@@ -346,36 +262,13 @@ fn i1_replay_rebuilds_the_same_state() {
         replayed.apply(e).unwrap();
     }
     replayed.applied_index = f.p.state.applied_index;
-    assert_eq!(
-        serde_json::to_value(&replayed).unwrap(),
-        live,
-        "replay diverged from the live state"
-    );
+    assert_eq!(serde_json::to_value(&replayed).unwrap(), live, "replay diverged from the live state");
     // The partition files are rebuilt byte for byte too.
     for (id, p) in &f.p.state.parts {
         let q = &replayed.parts[id];
-        for (a, b) in p
-            .files
-            .as_ref()
-            .unwrap()
-            .segments
-            .iter()
-            .zip(&q.files.as_ref().unwrap().segments)
-        {
-            let ra = crate::store::ReadSpan {
-                file: a.file.clone(),
-                pos: 0,
-                len: a.len as u32,
-            }
-            .read()
-            .unwrap();
-            let rb = crate::store::ReadSpan {
-                file: b.file.clone(),
-                pos: 0,
-                len: b.len as u32,
-            }
-            .read()
-            .unwrap();
+        for (a, b) in p.files.as_ref().unwrap().segments.iter().zip(&q.files.as_ref().unwrap().segments) {
+            let ra = crate::store::ReadSpan { file: a.file.clone(), pos: 0, len: a.len as u32 }.read().unwrap();
+            let rb = crate::store::ReadSpan { file: b.file.clone(), pos: 0, len: b.len as u32 }.read().unwrap();
             assert_eq!(ra, rb);
         }
     }
@@ -385,36 +278,15 @@ fn i1_replay_rebuilds_the_same_state() {
 fn i2_one_request_is_one_entry_across_partitions() {
     let mut f = Fixture::new();
     let mk = |part: &str, t: &str| {
-        let records = vec![PushRecord {
-            txid: t.into(),
-            client_txid: true,
-            value: "1".as_bytes().to_vec().into(),
-        }];
-        let batch = baton_wire::encode_batch(
-            &[baton_wire::NewRecord {
-                key: None,
-                value: b"1",
-                txid: Some(t),
-            }],
-            0,
-        )
-        .unwrap();
-        PushGroup {
-            queue: "q".into(),
-            partition: part.into(),
-            indexes: vec![0],
-            records,
-            batch,
-        }
+        let records = vec![PushRecord { txid: t.into(), client_txid: true, value: "1".as_bytes().to_vec().into() }];
+        let batch =
+            baton_wire::encode_batch(&[baton_wire::NewRecord { key: None, value: b"1", txid: Some(t) }], 0).unwrap();
+        PushGroup { queue: "q".into(), partition: part.into(), indexes: vec![0], records, batch }
     };
     f.at(S).push(vec![mk("p0", "x"), mk("p1", "y")]);
     f.done();
     assert_eq!(f.log.len(), 1, "a push touching two partitions is one entry");
-    let appends = f.log[0]
-        .effects
-        .iter()
-        .filter(|e| matches!(e, crate::entry::Effect::Append { .. }))
-        .count();
+    let appends = f.log[0].effects.iter().filter(|e| matches!(e, crate::entry::Effect::Append { .. })).count();
     assert_eq!(appends, 2);
 }
 
@@ -429,27 +301,10 @@ fn bad_names_are_refused_and_change_nothing() {
 }
 
 fn txn_push(queue: &str, part: &str, txid: &str, index: usize) -> PushGroup {
-    let records = vec![PushRecord {
-        txid: txid.into(),
-        client_txid: true,
-        value: "1".as_bytes().to_vec().into(),
-    }];
-    let batch = baton_wire::encode_batch(
-        &[baton_wire::NewRecord {
-            key: None,
-            value: b"1",
-            txid: Some(txid),
-        }],
-        0,
-    )
-    .unwrap();
-    PushGroup {
-        queue: queue.into(),
-        partition: part.into(),
-        indexes: vec![index],
-        records,
-        batch,
-    }
+    let records = vec![PushRecord { txid: txid.into(), client_txid: true, value: "1".as_bytes().to_vec().into() }];
+    let batch =
+        baton_wire::encode_batch(&[baton_wire::NewRecord { key: None, value: b"1", txid: Some(txid) }], 0).unwrap();
+    PushGroup { queue: queue.into(), partition: part.into(), indexes: vec![index], records, batch }
 }
 
 fn txn_ack(r: &PopResult, offset: u64, index: usize) -> crate::txn::TxnAck {
@@ -479,6 +334,7 @@ fn i2_transaction_acks_and_pushes_as_one_entry() {
         pushes: vec![txn_push("out", "p", "o1", 1)],
         required_leases: vec![r.lease.unwrap()],
         flat_len: 2,
+        ..Default::default()
     };
     let out = f.at(3 * S).transaction(t).unwrap();
     f.done();
@@ -492,14 +348,7 @@ fn i2_transaction_acks_and_pushes_as_one_entry() {
 fn i4_transaction_with_expired_lease_rolls_back_whole() {
     use crate::txn::{TxnOutcome, TxnRequest};
     let mut f = Fixture::new();
-    f.configure(
-        0,
-        "in",
-        QueueOptions {
-            lease_time: 5,
-            ..Default::default()
-        },
-    );
+    f.configure(0, "in", QueueOptions { lease_time: 5, ..Default::default() });
     f.push(S, "in", "p", &["a"]);
     let r = f.pop(2 * S, "in", None, 1).unwrap();
     let before = serde_json::to_value(&f.p.state).unwrap();
@@ -508,29 +357,13 @@ fn i4_transaction_with_expired_lease_rolls_back_whole() {
         pushes: vec![txn_push("out", "p", "o1", 0)],
         required_leases: vec![r.lease.unwrap()],
         flat_len: 2,
+        ..Default::default()
     };
     let out = f.at(10 * S).transaction(t).unwrap();
     assert!(f.p.finish().is_none(), "a rollback writes no entry");
-    assert!(
-        matches!(
-            out,
-            TxnOutcome::RolledBack {
-                reason: "rejected_ack",
-                failed_index: Some(1),
-                ..
-            }
-        ),
-        "{out:?}"
-    );
-    assert_eq!(
-        serde_json::to_value(&f.p.state).unwrap(),
-        before,
-        "a rollback changed state"
-    );
-    assert!(
-        f.p.state.queue("out").is_none(),
-        "the output queue was not even created"
-    );
+    assert!(matches!(out, TxnOutcome::RolledBack { reason: "rejected_ack", failed_index: Some(1), .. }), "{out:?}");
+    assert_eq!(serde_json::to_value(&f.p.state).unwrap(), before, "a rollback changed state");
+    assert!(f.p.state.queue("out").is_none(), "the output queue was not even created");
 }
 
 #[test]
@@ -545,44 +378,19 @@ fn transaction_rolls_back_on_duplicate_push() {
         pushes: vec![txn_push("out", "p", "o1", 1)],
         required_leases: vec![],
         flat_len: 2,
+        ..Default::default()
     };
     let out = f.at(3 * S).transaction(t).unwrap();
-    assert!(
-        matches!(
-            out,
-            TxnOutcome::RolledBack {
-                reason: "duplicate",
-                failed_index: Some(1),
-                ..
-            }
-        ),
-        "{out:?}"
-    );
+    assert!(matches!(out, TxnOutcome::RolledBack { reason: "duplicate", failed_index: Some(1), .. }), "{out:?}");
     assert!(f.p.finish().is_none());
     // The input is still leased and unsettled.
-    assert_eq!(
-        f.p.state
-            .partition("in", "p")
-            .unwrap()
-            .cursors
-            .values()
-            .next()
-            .unwrap()
-            .next,
-        0
-    );
+    assert_eq!(f.p.state.partition("in", "p").unwrap().cursors.values().next().unwrap().next, 0);
 }
 
 fn kafka_batch(n: usize, pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
     let vals: Vec<String> = (0..n).map(|i| format!("v{i}")).collect();
-    let recs: Vec<_> = vals
-        .iter()
-        .map(|v| baton_wire::NewRecord {
-            key: None,
-            value: v.as_bytes(),
-            txid: None,
-        })
-        .collect();
+    let recs: Vec<_> =
+        vals.iter().map(|v| baton_wire::NewRecord { key: None, value: v.as_bytes(), txid: None }).collect();
     let mut b = baton_wire::encode_batch(&recs, 0).unwrap();
     b[43..51].copy_from_slice(&pid.to_be_bytes());
     b[51..53].copy_from_slice(&epoch.to_be_bytes());
@@ -610,24 +418,10 @@ fn kafka_idempotent_producer_drops_retries_and_refuses_gaps() {
         f.done();
         r.unwrap()
     };
-    assert_eq!(
-        produce(&mut f, kafka_batch(3, pid, 0, 0)),
-        O::Appended { base_offset: 0 }
-    );
-    assert_eq!(
-        produce(&mut f, kafka_batch(3, pid, 0, 0)),
-        O::Duplicate { base_offset: 0 },
-        "a retry is dropped"
-    );
-    assert_eq!(
-        produce(&mut f, kafka_batch(2, pid, 0, 5)),
-        O::OutOfOrderSequence,
-        "a gap is refused"
-    );
-    assert_eq!(
-        produce(&mut f, kafka_batch(2, pid, 0, 3)),
-        O::Appended { base_offset: 3 }
-    );
+    assert_eq!(produce(&mut f, kafka_batch(3, pid, 0, 0)), O::Appended { base_offset: 0 });
+    assert_eq!(produce(&mut f, kafka_batch(3, pid, 0, 0)), O::Duplicate { base_offset: 0 }, "a retry is dropped");
+    assert_eq!(produce(&mut f, kafka_batch(2, pid, 0, 5)), O::OutOfOrderSequence, "a gap is refused");
+    assert_eq!(produce(&mut f, kafka_batch(2, pid, 0, 3)), O::Appended { base_offset: 3 });
     assert_eq!(
         produce(&mut f, kafka_batch(1, -1, -1, -1)),
         O::Appended { base_offset: 5 },
@@ -637,11 +431,7 @@ fn kafka_idempotent_producer_drops_retries_and_refuses_gaps() {
     let last = bad.len() - 1;
     bad[last] ^= 1;
     assert!(matches!(produce(&mut f, bad), O::CorruptMessage(_)));
-    assert_eq!(
-        f.p.state.partition("t", "1").unwrap().end,
-        6,
-        "nothing of a refused batch was stored"
-    );
+    assert_eq!(f.p.state.partition("t", "1").unwrap().end, 6, "nothing of a refused batch was stored");
     let r = f.at(3 * S).produce(ProduceRequest {
         topic: "nope".into(),
         partition: "0".into(),
@@ -655,9 +445,7 @@ fn kafka_idempotent_producer_drops_retries_and_refuses_gaps() {
 fn kafka_offset_commit_moves_the_group_cursor() {
     let mut f = Fixture::new();
     f.push(S, "q", "0", &["a", "b", "c"]);
-    let r = f
-        .at(2 * S)
-        .commit_offsets("g", "q", &[("0".into(), 2), ("9".into(), 1)]);
+    let r = f.at(2 * S).commit_offsets("g", "q", &[("0".into(), 2), ("9".into(), 1)]);
     f.done();
     assert!(r[0].is_ok());
     assert_eq!(r[1].as_ref().unwrap_err().code, "partition_not_found");

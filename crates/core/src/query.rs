@@ -88,20 +88,15 @@ pub fn run(state: &State, q: Query) -> QueryResult {
             }
             QueryResult::Dlq(out)
         }
-        Query::OffsetForTime {
-            topic,
-            partition,
-            ts_ms,
-        } => QueryResult::Offset(match state.partition(&topic, &partition) {
-            None => Err(CoreError::not_found(
-                "partition_not_found",
-                format!("{topic}/{partition} does not exist"),
-            )),
-            Some(p) => {
-                let o = p.offset_at_ts((ts_ms.max(0) as u64) * 1000);
-                Ok((o < p.durable_end()).then_some(o))
-            }
-        }),
+        Query::OffsetForTime { topic, partition, ts_ms } => {
+            QueryResult::Offset(match state.partition(&topic, &partition) {
+                None => Err(CoreError::not_found("partition_not_found", format!("{topic}/{partition} does not exist"))),
+                Some(p) => {
+                    let o = p.offset_at_ts((ts_ms.max(0) as u64) * 1000);
+                    Ok((o < p.durable_end()).then_some(o))
+                }
+            })
+        }
         Query::GroupOffsets { group, topic } => {
             let mut out = Vec::new();
             if let (Some(g), Some(q)) = (state.group_ids.get(&group), state.queue(&topic)) {
@@ -113,6 +108,22 @@ pub fn run(state: &State, q: Query) -> QueryResult {
                 }
             }
             QueryResult::GroupOffsets(out)
+        }
+        Query::Timers { queue, key, after, limit } => {
+            let mut rows = Vec::new();
+            if let Some(m) = state.timers.get(&queue) {
+                let it: Box<dyn Iterator<Item = (&String, &crate::state::Timer)>> = match (&key, &after) {
+                    (Some(k), _) => Box::new(m.get_key_value(k).into_iter()),
+                    (None, Some(a)) => {
+                        Box::new(m.range::<String, _>((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded)))
+                    }
+                    (None, None) => Box::new(m.iter()),
+                };
+                for (k, t) in it.take(limit) {
+                    rows.push((k.clone(), t.fire_at, t.payload.clone(), t.partition.clone(), t.txn.clone()));
+                }
+            }
+            QueryResult::Timers(rows)
         }
         Query::Message { part, txid } => QueryResult::Message(state.parts.get(&part).and_then(|p| {
             let h = txid_hash(&txid);

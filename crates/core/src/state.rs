@@ -10,7 +10,7 @@ use crate::entry::{Effect, Entry};
 use crate::model::*;
 use crate::store::{PartitionFiles, ReadSpan, SegmentMark};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -110,9 +110,7 @@ impl Partition {
     }
 
     pub fn txid_at(&self, offset: u64) -> Option<u64> {
-        offset
-            .checked_sub(self.start)
-            .and_then(|i| self.txids.get(i as usize).copied())
+        offset.checked_sub(self.start).and_then(|i| self.txids.get(i as usize).copied())
     }
 
     /// First offset written at or after `ts`.
@@ -147,6 +145,30 @@ impl Partition {
     pub fn durable_end(&self) -> u64 {
         self.durable.load(Ordering::Acquire)
     }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KvEntry {
+    /// The value as JSON text.
+    pub value: String,
+    pub version: u64,
+    pub expires: Option<Micros>,
+}
+
+impl KvEntry {
+    pub fn live(&self, now: Micros) -> bool {
+        self.expires.is_none_or(|e| e > now)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Timer {
+    pub fire_at: Micros,
+    /// JSON text pushed into the queue when the timer fires.
+    pub payload: String,
+    pub partition: String,
+    /// Transaction id of the message the timer becomes.
+    pub txn: String,
 }
 
 /// What Kafka keeps per producer and partition to drop retried batches.
@@ -202,6 +224,11 @@ pub struct State {
     pub next_group: GroupId,
     pub next_lease: LeaseId,
     pub next_producer: i64,
+    /// KV: namespace -> key -> entry, ordered for prefix scans.
+    pub kv: BTreeMap<String, BTreeMap<String, KvEntry>>,
+    /// Timers: queue -> timer key -> timer; `timer_due` orders them by fire time.
+    pub timers: BTreeMap<String, BTreeMap<String, Timer>>,
+    pub timer_due: BTreeSet<(Micros, String, String)>,
     /// Time of the last applied entry (I5).
     pub last_ts: Micros,
     /// Index of the last applied log entry.
@@ -212,11 +239,7 @@ pub struct State {
 
 impl State {
     pub fn new(storage: StorageConfig) -> State {
-        State {
-            next_lease: 1,
-            storage,
-            ..Default::default()
-        }
+        State { next_lease: 1, storage, ..Default::default() }
     }
 
     pub fn part_dir(&self, id: PartId) -> PathBuf {
@@ -300,22 +323,9 @@ impl State {
                 let id = self.next_group;
                 self.next_group += 1;
                 self.group_ids.insert(name.clone(), id);
-                self.groups.insert(
-                    id,
-                    Group {
-                        name: name.clone(),
-                        from_ts: *from_ts,
-                        created: ts,
-                    },
-                );
+                self.groups.insert(id, Group { name: name.clone(), from_ts: *from_ts, created: ts });
             }
-            Effect::Append {
-                part,
-                count,
-                txids,
-                dedup,
-                batch,
-            } => {
+            Effect::Append { part, count, txids, dedup, batch } => {
                 let window = self
                     .parts
                     .get(part)
@@ -325,21 +335,10 @@ impl State {
                 let Some(p) = self.parts.get_mut(part) else {
                     return Ok(());
                 };
-                let files = p
-                    .files
-                    .as_mut()
-                    .ok_or_else(|| ApplyError("partition has no files".into()))?;
-                let (seg, pos) = files
-                    .append(p.end, batch)
-                    .map_err(|e| ApplyError(format!("append to partition {part}: {e}")))?;
-                p.batches.push_back(BatchMeta {
-                    base: p.end,
-                    count: *count,
-                    ts,
-                    seg,
-                    pos,
-                    len: batch.len() as u32,
-                });
+                let files = p.files.as_mut().ok_or_else(|| ApplyError("partition has no files".into()))?;
+                let (seg, pos) =
+                    files.append(p.end, batch).map_err(|e| ApplyError(format!("append to partition {part}: {e}")))?;
+                p.batches.push_back(BatchMeta { base: p.end, count: *count, ts, seg, pos, len: batch.len() as u32 });
                 p.txids.extend(txids.iter().copied());
                 p.end += *count as u64;
                 while let Some(&(exp, h)) = p.dedup_order.front() {
@@ -357,14 +356,7 @@ impl State {
                     p.dedup_order.push_back((exp, *h));
                 }
             }
-            Effect::Lease {
-                part,
-                group,
-                lease,
-                offsets,
-                expires,
-                auto_ack,
-            } => {
+            Effect::Lease { part, group, lease, offsets, expires, auto_ack } => {
                 let from_ts = self.groups.get(group).and_then(|g| g.from_ts);
                 let Some(p) = self.parts.get_mut(part) else {
                     return Ok(());
@@ -373,10 +365,7 @@ impl State {
                     Some(t) => p.offset_at_ts(t),
                     None => p.start,
                 };
-                let c = p.cursors.entry(*group).or_insert_with(|| Cursor {
-                    next: init,
-                    ..Default::default()
-                });
+                let c = p.cursors.entry(*group).or_insert_with(|| Cursor { next: init, ..Default::default() });
                 if *auto_ack {
                     for o in offsets {
                         c.settle(*o);
@@ -405,14 +394,7 @@ impl State {
                 }
                 self.leases.remove(lease);
             }
-            Effect::Ack {
-                part,
-                group,
-                lease,
-                offset,
-                status,
-                error,
-            } => {
+            Effect::Ack { part, group, lease, offset, status, error } => {
                 let queue = self.parts.get(part).map(|p| p.queue);
                 let Some(c) = self.parts.get_mut(part).and_then(|p| p.cursors.get_mut(group)) else {
                     return Ok(());
@@ -448,12 +430,7 @@ impl State {
                     self.leases.remove(lease);
                 }
             }
-            Effect::ExtendLease {
-                part,
-                group,
-                lease,
-                expires,
-            } => {
+            Effect::ExtendLease { part, group, lease, expires } => {
                 if let Some(l) = self
                     .parts
                     .get_mut(part)
@@ -470,10 +447,7 @@ impl State {
                     if let Some(l) = c.lease.take() {
                         self.leases.remove(&l.id);
                     }
-                    *c = Cursor {
-                        next: *offset,
-                        ..Default::default()
-                    };
+                    *c = Cursor { next: *offset, ..Default::default() };
                 }
             }
             Effect::DeleteGroup { group } => {
@@ -512,17 +486,47 @@ impl State {
                     }
                 }
             }
+            Effect::KvSet { ns, key, value, version, expires } => {
+                let e = KvEntry { value: value.clone(), version: *version, expires: *expires };
+                self.kv.entry(ns.clone()).or_default().insert(key.clone(), e);
+            }
+            Effect::KvDel { ns, key } => {
+                if let Some(m) = self.kv.get_mut(ns) {
+                    m.remove(key);
+                    if m.is_empty() {
+                        self.kv.remove(ns);
+                    }
+                }
+            }
+            Effect::TimerSet { queue, key, fire_at, payload, partition, txn } => {
+                let m = self.timers.entry(queue.clone()).or_default();
+                if let Some(old) = m.insert(
+                    key.clone(),
+                    Timer {
+                        fire_at: *fire_at,
+                        payload: payload.clone(),
+                        partition: partition.clone(),
+                        txn: txn.clone(),
+                    },
+                ) {
+                    self.timer_due.remove(&(old.fire_at, queue.clone(), key.clone()));
+                }
+                self.timer_due.insert((*fire_at, queue.clone(), key.clone()));
+            }
+            Effect::TimerDel { queue, key } => {
+                if let Some(m) = self.timers.get_mut(queue) {
+                    if let Some(old) = m.remove(key) {
+                        self.timer_due.remove(&(old.fire_at, queue.clone(), key.clone()));
+                    }
+                    if m.is_empty() {
+                        self.timers.remove(queue);
+                    }
+                }
+            }
             Effect::AllocProducer { id } => {
                 self.next_producer = self.next_producer.max(id + 1);
             }
-            Effect::ProducerSeq {
-                part,
-                producer,
-                epoch,
-                first_seq,
-                last_seq,
-                base_offset,
-            } => {
+            Effect::ProducerSeq { part, producer, epoch, first_seq, last_seq, base_offset } => {
                 if let Some(p) = self.parts.get_mut(part) {
                     let st = p.producers.entry(*producer).or_default();
                     if st.epoch != *epoch {

@@ -57,22 +57,13 @@ fn seg_path(dir: &Path, base: u64) -> PathBuf {
 }
 
 fn open_rw(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
+    OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
 }
 
 impl PartitionFiles {
     pub fn create(dir: PathBuf, segment_bytes: u64) -> io::Result<PartitionFiles> {
         fs::create_dir_all(&dir)?;
-        Ok(PartitionFiles {
-            dir,
-            segment_bytes,
-            segments: Vec::new(),
-        })
+        Ok(PartitionFiles { dir, segment_bytes, segments: Vec::new() })
     }
 
     /// Reopen after a crash to exactly the checkpointed marks: later bytes are
@@ -95,28 +86,13 @@ impl PartitionFiles {
                 tracing::warn!(path = %path.display(), actual, expected = m.len, "segment shorter than its checkpoint mark");
             }
             file.set_len(m.len)?;
-            segments.push(Segment {
-                base: m.base,
-                file: Arc::new(file),
-                len: m.len,
-                dirty: false,
-            });
+            segments.push(Segment { base: m.base, file: Arc::new(file), len: m.len, dirty: false });
         }
-        Ok(PartitionFiles {
-            dir,
-            segment_bytes,
-            segments,
-        })
+        Ok(PartitionFiles { dir, segment_bytes, segments })
     }
 
     pub fn marks(&self) -> Vec<SegmentMark> {
-        self.segments
-            .iter()
-            .map(|s| SegmentMark {
-                base: s.base,
-                len: s.len,
-            })
-            .collect()
+        self.segments.iter().map(|s| SegmentMark { base: s.base, len: s.len }).collect()
     }
 
     /// Append a batch whose first offset is `base`; returns (segment base, position).
@@ -128,12 +104,7 @@ impl PartitionFiles {
         if rotate {
             let file = open_rw(&seg_path(&self.dir, base))?;
             file.set_len(0)?;
-            self.segments.push(Segment {
-                base,
-                file: Arc::new(file),
-                len: 0,
-                dirty: true,
-            });
+            self.segments.push(Segment { base, file: Arc::new(file), len: 0, dirty: true });
         }
         let seg = self.segments.last_mut().expect("a segment exists after rotation");
         seg.file.write_all_at(bytes, seg.len)?;
@@ -145,11 +116,7 @@ impl PartitionFiles {
 
     pub fn span(&self, seg_base: u64, pos: u64, len: u32) -> Option<ReadSpan> {
         let i = self.segments.binary_search_by_key(&seg_base, |s| s.base).ok()?;
-        Some(ReadSpan {
-            file: self.segments[i].file.clone(),
-            pos,
-            len,
-        })
+        Some(ReadSpan { file: self.segments[i].file.clone(), pos, len })
     }
 
     /// Files to sync at a checkpoint; marks them clean.

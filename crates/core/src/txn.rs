@@ -4,8 +4,10 @@
 //! transaction (I4).
 
 use crate::command::*;
+use crate::kv::{KvOp, KvResult};
 use crate::model::*;
 use crate::plan::Planner;
+use crate::timers::{TimerOp, TimerResult};
 use std::collections::HashSet;
 
 #[derive(Debug, Clone)]
@@ -22,6 +24,10 @@ pub struct TxnRequest {
     /// `indexes` of each group are flat result positions.
     pub pushes: Vec<PushGroup>,
     pub required_leases: Vec<LeaseId>,
+    /// KV ops; their results follow the flat operation results.
+    pub kv: Vec<KvOp>,
+    /// Timer ops; their results follow the KV results.
+    pub timers: Vec<TimerOp>,
     pub flat_len: usize,
 }
 
@@ -29,24 +35,18 @@ pub struct TxnRequest {
 pub enum TxnItem {
     Acked,
     Pushed { part: PartId, offset: u64, txid: String },
+    Kv(KvResult),
+    Timer(TimerResult),
 }
 
 #[derive(Debug, Clone)]
 pub enum TxnOutcome {
     Committed(Vec<TxnItem>),
-    RolledBack {
-        reason: &'static str,
-        failed_index: Option<usize>,
-        message: String,
-    },
+    RolledBack { reason: &'static str, failed_index: Option<usize>, message: String, kv: Option<KvResult> },
 }
 
 fn rollback(reason: &'static str, failed_index: Option<usize>, message: impl Into<String>) -> TxnOutcome {
-    TxnOutcome::RolledBack {
-        reason,
-        failed_index,
-        message: message.into(),
-    }
+    TxnOutcome::RolledBack { reason, failed_index, message: message.into(), kv: None }
 }
 
 impl Planner {
@@ -54,13 +54,22 @@ impl Planner {
         if let Some(r) = self.check_txn(&t) {
             return Ok(r);
         }
+        // KV preconditions are judged first: a lost one must leave no ack or push behind.
+        let kv_results = match self.kv(&t.kv)? {
+            Ok(r) => r,
+            Err(rb) => {
+                return Ok(TxnOutcome::RolledBack {
+                    reason: "kv_precondition",
+                    failed_index: Some(t.flat_len + rb.index),
+                    message: "a required KV precondition did not hold".into(),
+                    kv: Some(rb.result),
+                });
+            }
+        };
         let mut items: Vec<Option<TxnItem>> = vec![None; t.flat_len];
         for a in &t.acks {
             let group = a.group.as_deref().unwrap_or(QUEUE_MODE);
-            let out = self
-                .ack(Some(group), std::slice::from_ref(&a.item))
-                .pop()
-                .expect("one result per item");
+            let out = self.ack(Some(group), std::slice::from_ref(&a.item)).pop().expect("one result per item");
             // Checked above against the same state; a failure now is a broken planner.
             out.map_err(|e| CoreError::unavailable(format!("transaction ack failed after its check: {e}")))?;
             items[a.index] = Some(TxnItem::Acked);
@@ -68,20 +77,18 @@ impl Planner {
         for r in self.push(t.pushes) {
             match r.status {
                 PushStatus::Queued { part, offset } => {
-                    items[r.index] = Some(TxnItem::Pushed {
-                        part,
-                        offset,
-                        txid: r.txid,
-                    });
+                    items[r.index] = Some(TxnItem::Pushed { part, offset, txid: r.txid });
                 }
                 PushStatus::Duplicate { .. } | PushStatus::Failed(_) => {
                     return Err(CoreError::unavailable("transaction push failed after its check"));
                 }
             }
         }
-        Ok(TxnOutcome::Committed(
-            items.into_iter().map(|i| i.unwrap_or(TxnItem::Acked)).collect(),
-        ))
+        let timer_results = self.timers(&t.timers)?;
+        let mut out: Vec<TxnItem> = items.into_iter().map(|i| i.unwrap_or(TxnItem::Acked)).collect();
+        out.extend(kv_results.into_iter().map(TxnItem::Kv));
+        out.extend(timer_results.into_iter().map(TxnItem::Timer));
+        Ok(TxnOutcome::Committed(out))
     }
 
     /// Judge the whole transaction against the current state without changing it.
@@ -119,11 +126,7 @@ impl Planner {
                 return reject("that message was already acknowledged");
             }
             if matches!(a.item.status, AckStatus::Failed | AckStatus::Retry) {
-                return Some(rollback(
-                    "bad_request",
-                    Some(a.index),
-                    "a transaction acks with completed or dlq",
-                ));
+                return Some(rollback("bad_request", Some(a.index), "a transaction acks with completed or dlq"));
             }
         }
         for l in &t.required_leases {
@@ -133,28 +136,16 @@ impl Planner {
                 .and_then(|(p, g)| st.parts.get(p)?.cursors.get(g)?.lease.as_ref())
                 .is_some_and(|x| x.id == *l && x.expires > now);
             if !live {
-                return Some(rollback(
-                    "rejected_ack",
-                    None,
-                    format!("required lease {} is not live", lease_uuid(*l)),
-                ));
+                return Some(rollback("rejected_ack", None, format!("required lease {} is not live", lease_uuid(*l))));
             }
         }
         let mut seen = HashSet::new();
         for g in &t.pushes {
             if let Err(m) = valid_name(&g.queue) {
-                return Some(rollback(
-                    "bad_request",
-                    g.indexes.first().copied(),
-                    format!("queue name: {m}"),
-                ));
+                return Some(rollback("bad_request", g.indexes.first().copied(), format!("queue name: {m}")));
             }
             if let Err(m) = valid_name(&g.partition) {
-                return Some(rollback(
-                    "bad_request",
-                    g.indexes.first().copied(),
-                    format!("partition name: {m}"),
-                ));
+                return Some(rollback("bad_request", g.indexes.first().copied(), format!("partition name: {m}")));
             }
             let window = st
                 .queue(&g.queue)

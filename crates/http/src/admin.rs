@@ -43,21 +43,20 @@ pub async fn configure(State(app): State<App>, JsonBody(b): JsonBody<ConfigureBo
     let mode = match b.mode.as_deref() {
         None | Some("merge") => ConfigureMode::Merge,
         Some("replace") => ConfigureMode::Replace,
-        Some(m) => {
-            return Err(ApiError::bad(
-                "invalid_mode",
-                format!("mode is merge or replace, not {m:?}"),
-            ))
-        }
+        Some(m) => return Err(ApiError::bad("invalid_mode", format!("mode is merge or replace, not {m:?}"))),
     };
-    let opts = app
-        .engine
-        .configure(b.queue.clone(), b.options.unwrap_or_default(), mode)
-        .await?;
-    Ok(
-        Json(json!({"configured": true, "queue": b.queue, "namespace": b.namespace, "task": b.task, "options": opts}))
-            .into_response(),
-    )
+    let patch = b.options.unwrap_or_default();
+    for (name, v) in [
+        ("leaseTime", patch.lease_time),
+        ("retentionSeconds", patch.retention_seconds),
+        ("delayedProcessing", patch.delayed_processing),
+        ("dedupWindowSeconds", patch.dedup_window_seconds),
+    ] {
+        crate::check_seconds("invalid_option", name, v)?;
+    }
+    let opts = app.engine.configure(b.queue.clone(), patch, mode).await?;
+    Ok(Json(json!({"configured": true, "queue": b.queue, "namespace": b.namespace, "task": b.task, "options": opts}))
+        .into_response())
 }
 
 async fn all_queues(app: &App) -> Result<Vec<baton_core::QueueView>, ApiError> {
@@ -104,11 +103,9 @@ pub async fn queues(State(app): State<App>) -> Result<Response, ApiError> {
 async fn one_queue(app: &App, name: &str) -> Result<baton_core::QueueView, ApiError> {
     match app.engine.query(baton_core::Query::Queue(name.to_string())).await? {
         QueryResult::Queue(Some(q)) => Ok(q),
-        QueryResult::Queue(None) => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "queue_not_found",
-            format!("queue {name} does not exist"),
-        )),
+        QueryResult::Queue(None) => {
+            Err(ApiError::new(StatusCode::NOT_FOUND, "queue_not_found", format!("queue {name} does not exist")))
+        }
         _ => unreachable!("Queue answers Queue"),
     }
 }
@@ -119,11 +116,7 @@ pub async fn queue(State(app): State<App>, Path(name): Path<String>) -> Result<R
 
 pub async fn depth(State(app): State<App>, Path(name): Path<String>) -> Result<Response, ApiError> {
     let q = one_queue(&app, &name).await?;
-    let parts: Vec<_> = q
-        .partitions
-        .iter()
-        .map(|p| json!({"partition": p.name, "depth": p.depth}))
-        .collect();
+    let parts: Vec<_> = q.partitions.iter().map(|p| json!({"partition": p.name, "depth": p.depth})).collect();
     Ok(Json(json!({"queue": q.name, "depth": q.depth, "partitions": parts})).into_response())
 }
 
@@ -201,16 +194,7 @@ pub async fn seek(
         None => None,
         Some(t) => Some(parse_iso(t).ok_or_else(|| ApiError::bad("invalid_timestamp", "timestamp must be RFC 3339"))?),
     };
-    let n = app
-        .engine
-        .seek(
-            group.clone(),
-            queue.clone(),
-            b.partition,
-            to_ts,
-            b.to_end.unwrap_or(false),
-        )
-        .await?;
+    let n = app.engine.seek(group.clone(), queue.clone(), b.partition, to_ts, b.to_end.unwrap_or(false)).await?;
     Ok(Json(json!({"success": true, "consumerGroup": group, "queue": queue, "partitions": n})).into_response())
 }
 
@@ -231,14 +215,7 @@ pub async fn dlq(
     let Query(q) = q.map_err(|e| ApiError::bad("invalid_query", e.body_text()))?;
     let limit = q.limit.unwrap_or(100).min(10_000);
     let skip = q.offset.unwrap_or(0);
-    let rows = match app
-        .engine
-        .query(baton_core::Query::Dlq {
-            queue: q.queue.clone(),
-            limit: usize::MAX,
-        })
-        .await?
-    {
+    let rows = match app.engine.query(baton_core::Query::Dlq { queue: q.queue.clone(), limit: usize::MAX }).await? {
         QueryResult::Dlq(v) => v,
         _ => unreachable!("Dlq answers Dlq"),
     };
@@ -276,14 +253,7 @@ pub async fn dlq(
 pub async fn message(State(app): State<App>, Path((pid, txid)): Path<(String, String)>) -> Result<Response, ApiError> {
     let part = parse_partition_uuid(&pid)
         .ok_or_else(|| ApiError::bad("invalid_partition_id", format!("{pid:?} is not a Baton partition id")))?;
-    let found = match app
-        .engine
-        .query(baton_core::Query::Message {
-            part,
-            txid: txid.clone(),
-        })
-        .await?
-    {
+    let found = match app.engine.query(baton_core::Query::Message { part, txid: txid.clone() }).await? {
         QueryResult::Message(m) => m,
         _ => unreachable!("Message answers Message"),
     };

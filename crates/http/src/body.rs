@@ -28,18 +28,20 @@ impl<T: DeserializeOwned> FromRequest<App> for JsonBody<T> {
 
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.is_empty() {
-        return Err(ApiError::bad(
-            "empty_body",
-            "request body is empty; a JSON object is required",
-        ));
+        return Err(ApiError::bad("empty_body", "request body is empty; a JSON object is required"));
     }
     serde_json::from_slice(bytes).map_err(|e| {
-        let code = if e.is_syntax() || e.is_eof() {
-            "invalid_json"
-        } else {
-            "invalid_request"
-        };
-        ApiError::bad(code, format!("request body: {e}"))
+        if e.is_syntax() || e.is_eof() {
+            return ApiError::bad("invalid_json", format!("request body: {e}"));
+        }
+        // serde stops at the first shape error, before it has read the whole
+        // body: `{"queue":"q"} junk` reports a missing field, not the junk.
+        // Broken JSON is the first fault to name, so check the syntax (only
+        // on this error path).
+        if let Err(syntax) = serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+            return ApiError::bad("invalid_json", format!("request body: {syntax}"));
+        }
+        ApiError::bad("invalid_request", format!("request body: {e}"))
     })
 }
 
@@ -51,13 +53,9 @@ impl<T: DeserializeOwned> FromRequest<App> for OptionalJson<T> {
 
     async fn from_request(req: Request, state: &App) -> Result<Self, Self::Rejection> {
         let limit = state.cfg.max_body_bytes;
-        let bytes = axum::body::to_bytes(req.into_body(), limit).await.map_err(|_| {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                "request body too large",
-            )
-        })?;
+        let bytes = axum::body::to_bytes(req.into_body(), limit)
+            .await
+            .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", "request body too large"))?;
         if bytes.iter().all(|b| b.is_ascii_whitespace()) {
             return Ok(OptionalJson(None));
         }

@@ -56,6 +56,7 @@ async fn pop(
     q: Result<Query<PopParams>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(q) = q.map_err(|e| ApiError::bad("invalid_query", e.body_text()))?;
+    crate::check_seconds("invalid_lease_seconds", "leaseSeconds", q.lease_seconds)?;
     let batch = q.batch.unwrap_or(app.cfg.default_batch);
     if batch == 0 || batch > 10_000 {
         return Err(ApiError::bad("invalid_batch", "batch must be between 1 and 10000"));
@@ -63,17 +64,11 @@ async fn pop(
     let from_ts = match (q.subscription_from.as_deref(), q.subscription_mode.as_deref()) {
         (Some("now"), _) | (None, Some("new" | "new-only")) => Some(baton_core::wall_micros()),
         (Some(ts), _) => Some(parse_iso(ts).ok_or_else(|| {
-            ApiError::bad(
-                "invalid_subscription_from",
-                "subscriptionFrom is 'now' or an RFC 3339 time",
-            )
+            ApiError::bad("invalid_subscription_from", "subscriptionFrom is 'now' or an RFC 3339 time")
         })?),
         (None, None | Some("all" | "from_beginning" | "")) => None,
         (None, Some(m)) => {
-            return Err(ApiError::bad(
-                "invalid_subscription_mode",
-                format!("unknown subscriptionMode {m}"),
-            ))
+            return Err(ApiError::bad("invalid_subscription_mode", format!("unknown subscriptionMode {m}")))
         }
     };
     let req = PopRequest {
@@ -103,8 +98,10 @@ async fn pop(
         if !wait || tokio::time::Instant::now() >= deadline {
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
-        if tokio::time::timeout_at(deadline, woken).await.is_err() {
-            return Ok(StatusCode::NO_CONTENT.into_response());
+        tokio::select! {
+            _ = woken => {}
+            _ = tokio::time::sleep_until(deadline) => return Ok(StatusCode::NO_CONTENT.into_response()),
+            _ = app.shutdown.triggered() => return Ok(StatusCode::NO_CONTENT.into_response()),
         }
     }
 }
@@ -175,53 +172,30 @@ pub(crate) fn ack_item(i: usize, a: &AckBody) -> Result<AckItem, ApiError> {
         .as_deref()
         .ok_or_else(|| ApiError::bad("missing_field", format!("ack {i}: partitionId is required")))?;
     let part = parse_partition_uuid(pid).ok_or_else(|| {
-        ApiError::bad(
-            "invalid_partition_id",
-            format!("ack {i}: partitionId {pid:?} is not a Baton partition id"),
-        )
+        ApiError::bad("invalid_partition_id", format!("ack {i}: partitionId {pid:?} is not a Baton partition id"))
     })?;
     let lease = match a.lease_id.as_deref() {
         None | Some("") => None,
         Some(l) => Some(parse_lease_uuid(l).ok_or_else(|| {
-            ApiError::bad(
-                "invalid_lease_id",
-                format!("ack {i}: leaseId {l:?} is not a Baton lease id"),
-            )
+            ApiError::bad("invalid_lease_id", format!("ack {i}: leaseId {l:?} is not a Baton lease id"))
         })?),
     };
     if a.transaction_id.is_none() && a.offset.is_none() {
-        return Err(ApiError::bad(
-            "missing_field",
-            format!("ack {i}: transactionId (or offset) is required"),
-        ));
+        return Err(ApiError::bad("missing_field", format!("ack {i}: transactionId (or offset) is required")));
     }
     let status = match a.status.as_deref() {
         None => AckStatus::Completed,
         Some(s) => AckStatus::parse(s)
             .ok_or_else(|| ApiError::bad("invalid_status", format!("ack {i}: unknown status {s:?}")))?,
     };
-    Ok(AckItem {
-        part,
-        txid: a.transaction_id.clone(),
-        offset: a.offset,
-        lease,
-        status,
-        error: a.error.clone(),
-    })
+    Ok(AckItem { part, txid: a.transaction_id.clone(), offset: a.offset, lease, status, error: a.error.clone() })
 }
 
 async fn do_ack(app: &App, group: Option<String>, acks: &[AckBody]) -> Result<Vec<serde_json::Value>, ApiError> {
     if acks.is_empty() {
-        return Err(ApiError::bad(
-            "empty_items",
-            "acknowledgments must hold at least one item",
-        ));
+        return Err(ApiError::bad("empty_items", "acknowledgments must hold at least one item"));
     }
-    let items = acks
-        .iter()
-        .enumerate()
-        .map(|(i, a)| ack_item(i, a))
-        .collect::<Result<Vec<_>, _>>()?;
+    let items = acks.iter().enumerate().map(|(i, a)| ack_item(i, a)).collect::<Result<Vec<_>, _>>()?;
     let group = group.filter(|g| !g.is_empty() && g != QUEUE_MODE);
     let res = app.engine.ack(group, items).await?;
     Ok(res
@@ -242,10 +216,8 @@ pub async fn ack_one(State(app): State<App>, JsonBody(body): JsonBody<AckBody>) 
 }
 
 pub async fn ack_batch(State(app): State<App>, JsonBody(body): JsonBody<AckBatchBody>) -> Result<Response, ApiError> {
-    let group = body
-        .consumer_group
-        .clone()
-        .or_else(|| body.acknowledgments.first().and_then(|a| a.consumer_group.clone()));
+    let group =
+        body.consumer_group.clone().or_else(|| body.acknowledgments.first().and_then(|a| a.consumer_group.clone()));
     let out = do_ack(&app, group, &body.acknowledgments).await?;
     Ok(Json(out).into_response())
 }
@@ -265,10 +237,12 @@ pub async fn extend(
     let id = parse_lease_uuid(&lease)
         .ok_or_else(|| ApiError::bad("invalid_lease_id", format!("{lease:?} is not a Baton lease id")))?;
     let secs = body.and_then(|b| b.seconds.or(b.lease_seconds));
+    crate::check_seconds("invalid_lease_seconds", "seconds", secs)?;
     match app.engine.extend(id, secs).await {
-        Ok(exp) => Ok(
-            Json(json!({"leaseId": lease, "success": true, "renewed": 1, "newExpiresAt": iso_us(exp)})).into_response(),
-        ),
+        Ok(exp) => {
+            Ok(Json(json!({"leaseId": lease, "success": true, "renewed": 1, "newExpiresAt": iso_us(exp)}))
+                .into_response())
+        }
         Err(e) if e.kind == ErrorKind::Unavailable => Err(e.into()),
         Err(e) => {
             Ok(Json(json!({"leaseId": lease, "success": false, "error": e.message, "code": e.code})).into_response())
@@ -302,10 +276,7 @@ pub async fn fetch(State(app): State<App>, JsonBody(body): JsonBody<FetchBody>) 
         .iter()
         .map(|e| FetchRequest {
             queue: e.queue.clone(),
-            partition: e
-                .partition
-                .clone()
-                .unwrap_or_else(|| baton_core::DEFAULT_PARTITION.into()),
+            partition: e.partition.clone().unwrap_or_else(|| baton_core::DEFAULT_PARTITION.into()),
             offset: e.offset,
             max_bytes: e.max_bytes.unwrap_or(default_max),
         })

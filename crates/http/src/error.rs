@@ -15,11 +15,7 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError {
-            status,
-            code,
-            message: message.into(),
-        }
+        ApiError { status, code, message: message.into() }
     }
     pub fn bad(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
@@ -35,36 +31,28 @@ impl From<CoreError> for ApiError {
             ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         };
-        ApiError {
-            status,
-            code: e.code,
-            message: e.message,
-        }
+        ApiError { status, code: e.code, message: e.message }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
-            self.status,
-            Json(serde_json::json!({ "error": self.message, "code": self.code })),
-        )
-            .into_response()
+        (self.status, Json(serde_json::json!({ "error": self.message, "code": self.code }))).into_response()
     }
 }
 
 pub async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "route_not_found", format!("no route for {}", uri.path()))
+}
+
+pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
     ApiError::new(
-        StatusCode::NOT_FOUND,
-        "route_not_found",
-        format!("no route for {}", uri.path()),
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{method} is not allowed on {}", uri.path()),
     )
 }
 
 pub async fn unsupported() -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        "ephemeral_unsupported",
-        "ephemeral queues are not supported by Baton",
-    )
+    ApiError::new(StatusCode::NOT_FOUND, "ephemeral_unsupported", "ephemeral queues are not supported by Baton")
 }

@@ -9,6 +9,7 @@ mod admin;
 mod body;
 mod consume;
 mod error;
+mod kv;
 mod metrics;
 mod push;
 mod render;
@@ -35,24 +36,66 @@ pub struct HttpConfig {
 
 impl Default for HttpConfig {
     fn default() -> Self {
-        HttpConfig {
-            max_body_bytes: 16 << 20,
-            max_payload_bytes: 1 << 20,
-            default_batch: 100,
-            max_wait_ms: 60_000,
-        }
+        HttpConfig { max_body_bytes: 16 << 20, max_payload_bytes: 1 << 20, default_batch: 100, max_wait_ms: 60_000 }
     }
 }
 
 pub struct AppState {
     pub engine: Engine,
     pub cfg: HttpConfig,
+    pub shutdown: Shutdown,
+}
+
+/// Tells open long polls that the server is stopping, so they answer 204 at
+/// once. A graceful shutdown waits for every request in flight, and a long
+/// poll may otherwise hold it for up to `max_wait_ms` (60 s): past most
+/// deployments' grace period, so the process would be SIGKILLed instead.
+/// The server triggers it when its stop signal arrives.
+#[derive(Clone)]
+pub struct Shutdown(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Default for Shutdown {
+    fn default() -> Self {
+        Shutdown(Arc::new(tokio::sync::watch::Sender::new(false)))
+    }
+}
+
+impl Shutdown {
+    pub fn trigger(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Resolves once triggered (the sender lives as long as `self`, so this never errs early).
+    pub(crate) async fn triggered(&self) {
+        let _ = self.0.subscribe().wait_for(|stop| *stop).await;
+    }
 }
 
 pub type App = Arc<AppState>;
 
+/// The longest duration (10 years) a request may name in seconds. The state
+/// machine multiplies seconds into microseconds unchecked, so a huge value
+/// would overflow there: a panic that stops the planner (in a debug build,
+/// again after every restart, since the value is in the log) or a wrapped,
+/// meaningless time. Refusing it here keeps it out of the log.
+pub const MAX_SECONDS: u64 = 10 * 365 * 24 * 3600;
+
+pub(crate) fn check_seconds(code: &'static str, what: &str, v: Option<u64>) -> Result<(), ApiError> {
+    match v {
+        Some(s) if s > MAX_SECONDS => {
+            Err(ApiError::bad(code, format!("{what} is {s} seconds; the most is {MAX_SECONDS}")))
+        }
+        _ => Ok(()),
+    }
+}
+
 pub fn router(engine: Engine, cfg: HttpConfig) -> Router {
-    let state = Arc::new(AppState { engine, cfg });
+    router_with_shutdown(engine, cfg, Shutdown::default())
+}
+
+/// The router, with a handle the server triggers on its stop signal to end long polls.
+pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown) -> Router {
+    let state = Arc::new(AppState { engine, cfg, shutdown });
     Router::new()
         .route("/health", get(admin::health))
         .route("/metrics", get(metrics::prometheus))
@@ -60,36 +103,28 @@ pub fn router(engine: Engine, cfg: HttpConfig) -> Router {
         .route("/api/v1/configure", post(admin::configure))
         .route("/api/v1/push", post(push::push))
         .route("/api/v1/pop/queue/{queue}", get(consume::pop_queue))
-        .route(
-            "/api/v1/pop/queue/{queue}/partition/{partition}",
-            get(consume::pop_partition),
-        )
+        .route("/api/v1/pop/queue/{queue}/partition/{partition}", get(consume::pop_partition))
         .route("/api/v1/ack", post(consume::ack_one))
         .route("/api/v1/ack/batch", post(consume::ack_batch))
         .route("/api/v1/lease/{lease}/extend", post(consume::extend))
         .route("/api/v1/fetch", post(consume::fetch))
         .route("/api/v1/transaction", post(txn::transaction))
+        .route("/api/v1/kv", post(kv::kv))
+        .route("/api/v1/timers", post(kv::timers))
+        .route("/api/v1/timers/{queue}", get(kv::list_timers))
+        .route("/api/v1/timers/{queue}/{key}", get(kv::peek_timer).delete(kv::cancel_timer))
         .route("/api/v1/resources/overview", get(admin::overview))
         .route("/api/v1/resources/queues", get(admin::queues))
-        .route(
-            "/api/v1/resources/queues/{queue}",
-            get(admin::queue).delete(admin::delete_queue),
-        )
+        .route("/api/v1/resources/queues/{queue}", get(admin::queue).delete(admin::delete_queue))
         .route("/api/v1/resources/queues/{queue}/depth", get(admin::depth))
         .route("/api/v1/consumer-groups", get(admin::groups))
-        .route(
-            "/api/v1/consumer-groups/{group}",
-            get(admin::group).delete(admin::delete_group),
-        )
+        .route("/api/v1/consumer-groups/{group}", get(admin::group).delete(admin::delete_group))
         .route("/api/v1/consumer-groups/{group}/queues/{queue}/seek", post(admin::seek))
         .route("/api/v1/dlq", get(admin::dlq))
         .route("/api/v1/messages/{partition}/{txid}", get(admin::message))
-        .route(
-            "/api/v1/ephemeral/{*rest}",
-            delete(error::unsupported)
-                .get(error::unsupported)
-                .post(error::unsupported),
-        )
+        .route("/api/v1/ephemeral/{*rest}", delete(error::unsupported).get(error::unsupported).post(error::unsupported))
         .fallback(error::not_found)
+        // axum's own 405 has an empty body; clients read `{error, code}`.
+        .method_not_allowed_fallback(error::method_not_allowed)
         .with_state(state)
 }

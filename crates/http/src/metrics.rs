@@ -19,12 +19,7 @@ fn histogram(out: &mut String, name: &str, help: &str, h: &Histogram) {
         let _ = writeln!(out, "{name}_bucket{{le=\"{b}\"}} {cum}");
     }
     cum += counts.last().copied().unwrap_or(0);
-    let _ = writeln!(
-        out,
-        "{name}_bucket{{le=\"+Inf\"}} {cum}\n{name}_sum {}\n{name}_count {}",
-        h.sum(),
-        h.count()
-    );
+    let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {cum}\n{name}_sum {}\n{name}_count {}", h.sum(), h.count());
 }
 
 fn counter(out: &mut String, name: &str, help: &str, v: u64) {
@@ -38,36 +33,11 @@ fn label(s: &str) -> String {
 pub async fn prometheus(State(app): State<App>) -> Response {
     let mut out = String::new();
     let c = app.engine.counters();
-    counter(
-        &mut out,
-        "baton_pushed_messages_total",
-        "Messages accepted by push.",
-        c.pushed.load(Relaxed),
-    );
-    counter(
-        &mut out,
-        "baton_popped_messages_total",
-        "Messages delivered by pop.",
-        c.popped.load(Relaxed),
-    );
-    counter(
-        &mut out,
-        "baton_acked_messages_total",
-        "Acknowledgements accepted.",
-        c.acked.load(Relaxed),
-    );
-    counter(
-        &mut out,
-        "baton_log_entries_total",
-        "State-machine entries written.",
-        c.entries.load(Relaxed),
-    );
-    counter(
-        &mut out,
-        "baton_checkpoints_total",
-        "Checkpoints written.",
-        c.checkpoints.load(Relaxed),
-    );
+    counter(&mut out, "baton_pushed_messages_total", "Messages accepted by push.", c.pushed.load(Relaxed));
+    counter(&mut out, "baton_popped_messages_total", "Messages delivered by pop.", c.popped.load(Relaxed));
+    counter(&mut out, "baton_acked_messages_total", "Acknowledgements accepted.", c.acked.load(Relaxed));
+    counter(&mut out, "baton_log_entries_total", "State-machine entries written.", c.entries.load(Relaxed));
+    counter(&mut out, "baton_checkpoints_total", "Checkpoints written.", c.checkpoints.load(Relaxed));
     let w = app.engine.wal_stats();
     counter(
         &mut out,
@@ -75,31 +45,14 @@ pub async fn prometheus(State(app): State<App>) -> Response {
         "Group commits (one write and one fdatasync each).",
         w.batches.load(Relaxed),
     );
-    counter(
-        &mut out,
-        "baton_wal_bytes_total",
-        "Bytes written to the WAL.",
-        w.bytes.load(Relaxed),
-    );
-    histogram(
-        &mut out,
-        "baton_wal_batch_frames",
-        "Frames per group commit.",
-        &w.batch_entries,
-    );
-    histogram(
-        &mut out,
-        "baton_wal_fdatasync_seconds",
-        "fdatasync latency.",
-        &w.sync_seconds,
-    );
+    counter(&mut out, "baton_wal_bytes_total", "Bytes written to the WAL.", w.bytes.load(Relaxed));
+    histogram(&mut out, "baton_wal_batch_frames", "Frames per group commit.", &w.batch_entries);
+    histogram(&mut out, "baton_wal_fdatasync_seconds", "fdatasync latency.", &w.sync_seconds);
     let failed = app.engine.failure().is_some() as u8;
     let _ = writeln!(out, "# HELP baton_storage_failed 1 once a WAL write or sync failed.\n# TYPE baton_storage_failed gauge\nbaton_storage_failed {failed}");
     if let Ok(QueryResult::Queues(qs)) = app.engine.query(baton_core::Query::Queues).await {
-        let _ = writeln!(
-            out,
-            "# HELP baton_queue_depth Messages waiting in queue mode.\n# TYPE baton_queue_depth gauge"
-        );
+        let _ =
+            writeln!(out, "# HELP baton_queue_depth Messages waiting in queue mode.\n# TYPE baton_queue_depth gauge");
         for q in &qs {
             let _ = writeln!(out, "baton_queue_depth{{queue=\"{}\"}} {}", label(&q.name), q.depth);
         }

@@ -30,9 +30,17 @@ pub struct PushItem {
     partition: Option<String>,
     #[serde(default)]
     transaction_id: Option<String>,
+    /// `"payload": null` is a message whose payload is JSON null (Queen sends
+    /// it for `{"data": None}`); only a missing payload is an error.
+    #[serde(default, deserialize_with = "present")]
     payload: Option<Box<RawValue>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     data: Option<Box<RawValue>>,
+}
+
+/// A field that is present, null included (plain `Option` would read null as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
 }
 
 pub async fn push(State(app): State<App>, JsonBody(body): JsonBody<PushBody>) -> Result<Response, ApiError> {
@@ -87,6 +95,11 @@ pub(crate) fn build_groups(app: &App, items: Vec<PushItem>) -> Result<Vec<PushGr
         if it.queue.is_empty() {
             return Err(ApiError::bad("missing_field", format!("items[{i}].queue is empty")));
         }
+        // Names are checked here, not left to the planner: it would create the
+        // queue before refusing the partition, and one bad item must not let
+        // the others of its request be stored.
+        baton_core::valid_name(&it.queue)
+            .map_err(|m| ApiError::bad("invalid_queue", format!("items[{i}].queue: {m}")))?;
         let payload = it
             .payload
             .or(it.data)
@@ -112,38 +125,24 @@ pub(crate) fn build_groups(app: &App, items: Vec<PushItem>) -> Result<Vec<PushGr
             _ => (uuid::Uuid::now_v7().to_string(), false),
         };
         let partition = it.partition.unwrap_or_else(|| DEFAULT_PARTITION.to_string());
+        baton_core::valid_name(&partition)
+            .map_err(|m| ApiError::bad("invalid_partition", format!("items[{i}].partition: {m}")))?;
         let key = (it.queue, partition);
         let slot = by_key.entry(key.clone()).or_insert_with(|| {
             order.push(key);
             (Vec::new(), Vec::new())
         });
         slot.0.push(i);
-        slot.1.push(PushRecord {
-            txid,
-            client_txid,
-            value: bytes::Bytes::copy_from_slice(bytes),
-        });
+        slot.1.push(PushRecord { txid, client_txid, value: bytes::Bytes::copy_from_slice(bytes) });
     }
     let now_ms = (baton_core::wall_micros() / 1000) as i64;
     let mut groups = Vec::with_capacity(order.len());
     for key in order {
         let (indexes, records) = by_key.remove(&key).expect("every key in order is in the map");
-        let recs: Vec<_> = records
-            .iter()
-            .map(|r| baton_wire::NewRecord {
-                key: None,
-                value: &r.value,
-                txid: Some(&r.txid),
-            })
-            .collect();
+        let recs: Vec<_> =
+            records.iter().map(|r| baton_wire::NewRecord { key: None, value: &r.value, txid: Some(&r.txid) }).collect();
         let batch = baton_wire::encode_batch(&recs, now_ms).map_err(|e| ApiError::bad("bad_payload", e.to_string()))?;
-        groups.push(PushGroup {
-            queue: key.0,
-            partition: key.1,
-            indexes,
-            records,
-            batch,
-        });
+        groups.push(PushGroup { queue: key.0, partition: key.1, indexes, records, batch });
     }
     Ok(groups)
 }

@@ -10,13 +10,7 @@ pub fn iso_ms(ms: i64) -> String {
     let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
         .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     let (y, mo, d) = (t.year(), t.month() as u8, t.day());
-    format!(
-        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.millisecond()
-    )
+    format!("{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", t.hour(), t.minute(), t.second(), t.millisecond())
 }
 
 pub fn iso_us(us: u64) -> String {

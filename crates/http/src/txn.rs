@@ -6,6 +6,7 @@
 use crate::body::JsonBody;
 use crate::consume::{ack_item, AckBody};
 use crate::error::ApiError;
+use crate::kv::{kv_op, kv_result_json, timer_op, timer_result_json, KvOpJson, TimerOpJson};
 use crate::push::{build_groups, PushItem};
 use crate::App;
 use axum::extract::State;
@@ -39,13 +40,8 @@ fn parse_op(i: usize, raw: &RawValue) -> Result<Operation, ApiError> {
     let t: OpType = serde_json::from_str(raw.get()).map_err(bad)?;
     match t.kind.as_str() {
         "ack" => Ok(Operation::Ack(Box::new(serde_json::from_str(raw.get()).map_err(bad)?))),
-        "push" => Ok(Operation::Push {
-            items: serde_json::from_str::<PushOp>(raw.get()).map_err(bad)?.items,
-        }),
-        other => Err(ApiError::bad(
-            "invalid_operation",
-            format!("operations[{i}].type {other:?} is not ack or push"),
-        )),
+        "push" => Ok(Operation::Push { items: serde_json::from_str::<PushOp>(raw.get()).map_err(bad)?.items }),
+        other => Err(ApiError::bad("invalid_operation", format!("operations[{i}].type {other:?} is not ack or push"))),
     }
 }
 
@@ -56,29 +52,15 @@ pub struct TxnBody {
     #[serde(default)]
     required_leases: Vec<String>,
     #[serde(default)]
-    kv: Option<Vec<Value>>,
+    kv: Option<Vec<KvOpJson>>,
     #[serde(default)]
-    timers: Option<Vec<Value>>,
-}
-
-fn rolled_back(reason: &str, failed_index: Option<usize>, error: &str) -> Response {
-    Json(json!({"success": false, "reason": reason, "failedIndex": failed_index, "error": error})).into_response()
+    timers: Option<Vec<TimerOpJson>>,
 }
 
 pub async fn transaction(State(app): State<App>, JsonBody(body): JsonBody<TxnBody>) -> Result<Response, ApiError> {
     let txid = uuid::Uuid::now_v7().to_string();
     if body.operations.is_empty() {
-        return Err(ApiError::bad(
-            "empty_transaction",
-            "operations must hold at least one operation",
-        ));
-    }
-    if body.kv.as_ref().is_some_and(|k| !k.is_empty()) || body.timers.as_ref().is_some_and(|t| !t.is_empty()) {
-        return Ok(rolled_back(
-            "bad_request",
-            None,
-            "kv and timers in transactions are not supported yet",
-        ));
+        return Err(ApiError::bad("empty_transaction", "operations must hold at least one operation"));
     }
     let mut req = TxnRequest::default();
     let mut push_items = Vec::new();
@@ -88,11 +70,7 @@ pub async fn transaction(State(app): State<App>, JsonBody(body): JsonBody<TxnBod
         match parse_op(i, raw)? {
             Operation::Ack(a) => {
                 let item = ack_item(i, &a)?;
-                req.acks.push(TxnAck {
-                    index: flat,
-                    group: a.consumer_group.clone(),
-                    item,
-                });
+                req.acks.push(TxnAck { index: flat, group: a.consumer_group.clone(), item });
                 flat += 1;
             }
             Operation::Push { items } => {
@@ -109,10 +87,7 @@ pub async fn transaction(State(app): State<App>, JsonBody(body): JsonBody<TxnBod
     }
     for l in &body.required_leases {
         let id = parse_lease_uuid(l).ok_or_else(|| {
-            ApiError::bad(
-                "invalid_lease_id",
-                format!("requiredLeases: {l:?} is not a Baton lease id"),
-            )
+            ApiError::bad("invalid_lease_id", format!("requiredLeases: {l:?} is not a Baton lease id"))
         })?;
         req.required_leases.push(id);
     }
@@ -126,11 +101,23 @@ pub async fn transaction(State(app): State<App>, JsonBody(body): JsonBody<TxnBod
         req.pushes = groups;
     }
     req.flat_len = flat;
+    req.kv = body.kv.unwrap_or_default().into_iter().enumerate().map(|(i, o)| kv_op(i, o)).collect::<Result<_, _>>()?;
+    req.timers = body
+        .timers
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, o)| timer_op(i, o))
+        .collect::<Result<_, _>>()?;
+    baton_core::kv::validate(&req.kv)?;
+    baton_core::timers::validate(&req.timers)?;
     match app.engine.transaction(req).await? {
         TxnOutcome::Committed(items) => {
             let results: Vec<Value> = items
                 .into_iter()
                 .map(|it| match it {
+                    TxnItem::Kv(r) => kv_result_json(&r),
+                    TxnItem::Timer(r) => timer_result_json(&r),
                     TxnItem::Acked => json!({"type": "ack", "success": true}),
                     TxnItem::Pushed { part, offset, txid } => json!({
                         "type": "push", "success": true, "status": "queued", "transactionId": txid,
@@ -141,10 +128,14 @@ pub async fn transaction(State(app): State<App>, JsonBody(body): JsonBody<TxnBod
                 .collect();
             Ok(Json(json!({"transactionId": txid, "success": true, "results": results})).into_response())
         }
-        TxnOutcome::RolledBack {
-            reason,
-            failed_index,
-            message,
-        } => Ok(rolled_back(reason, failed_index, &message)),
+        TxnOutcome::RolledBack { reason, failed_index, message, kv } => {
+            let mut v = json!({"success": false, "reason": reason, "failedIndex": failed_index, "error": message});
+            if let Some(k) = kv.as_ref().map(kv_result_json) {
+                v["kvReason"] = k["reason"].clone();
+                v["version"] = k["version"].clone();
+                v["value"] = k["value"].clone();
+            }
+            Ok(Json(v).into_response())
+        }
     }
 }

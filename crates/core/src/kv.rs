@@ -1,0 +1,314 @@
+//! KV planning: reads, writes with versions and expiry, and compare-and-set
+//! preconditions. A request's ops run in order over an overlay of the state,
+//! so a later op sees an earlier op's write; effects are emitted only once
+//! every op marked `required` has held, so a lost precondition changes
+//! nothing (and, inside a transaction, rolls the whole entry back: I2).
+
+use crate::command::CoreError;
+use crate::entry::Effect;
+use crate::model::Micros;
+use crate::plan::Planner;
+use crate::state::KvEntry;
+use std::collections::HashMap;
+
+pub const MAX_KEY_LEN: usize = 1024;
+pub const MAX_VALUE_LEN: usize = 1 << 20;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum KvOp {
+    Get {
+        ns: String,
+        key: String,
+    },
+    GetMany {
+        ns: String,
+        keys: Vec<String>,
+    },
+    GetPrefix {
+        ns: String,
+        prefix: String,
+        after: Option<String>,
+        limit: usize,
+        keys_only: bool,
+    },
+    /// `expect`: the version the key must have now (0 = absent).
+    Put {
+        ns: String,
+        key: String,
+        value: String,
+        ttl_secs: Option<u64>,
+        expect: Option<u64>,
+        required: bool,
+    },
+    PutIfAbsent {
+        ns: String,
+        key: String,
+        value: String,
+        ttl_secs: Option<u64>,
+        required: bool,
+    },
+    Delete {
+        ns: String,
+        key: String,
+        expect: Option<u64>,
+        required: bool,
+    },
+    Incr {
+        ns: String,
+        key: String,
+        delta: i64,
+        min: Option<i64>,
+        max: Option<i64>,
+        ttl_secs: Option<u64>,
+        required: bool,
+    },
+    Check {
+        ns: String,
+        key: String,
+        expect: u64,
+        required: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct KvRow {
+    pub key: String,
+    pub value: Option<String>,
+    pub version: u64,
+    pub expires: Option<Micros>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum KvResult {
+    Found(Option<KvRow>),
+    Many {
+        rows: Vec<KvRow>,
+        missing: Vec<String>,
+    },
+    Prefix {
+        rows: Vec<KvRow>,
+        next_after: Option<String>,
+    },
+    /// A write: applied with its new version, or not with the reason and what is there now.
+    Write {
+        applied: bool,
+        reason: Option<&'static str>,
+        version: u64,
+        current: Option<KvRow>,
+    },
+}
+
+impl KvResult {
+    fn failed_required(&self, required: bool) -> bool {
+        required && matches!(self, KvResult::Write { applied: false, .. })
+    }
+}
+
+/// A lost required precondition: which op, why, and what the key holds now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KvRollback {
+    pub index: usize,
+    pub result: KvResult,
+}
+
+fn check_key(ns: &str, key: &str) -> Result<(), CoreError> {
+    if ns.is_empty() || ns.len() > 200 {
+        return Err(CoreError::bad("invalid_namespace", "ns must be 1 to 200 bytes"));
+    }
+    if key.is_empty() || key.len() > MAX_KEY_LEN {
+        return Err(CoreError::bad("invalid_key", format!("key must be 1 to {MAX_KEY_LEN} bytes")));
+    }
+    Ok(())
+}
+
+/// Shape checks that need no state; a request failing them is a 400.
+pub fn validate(ops: &[KvOp]) -> Result<(), CoreError> {
+    for op in ops {
+        match op {
+            KvOp::Get { ns, key } | KvOp::Delete { ns, key, .. } | KvOp::Check { ns, key, .. } => check_key(ns, key)?,
+            KvOp::Incr { ns, key, .. } => check_key(ns, key)?,
+            KvOp::GetMany { ns, keys } => {
+                for k in keys {
+                    check_key(ns, k)?;
+                }
+            }
+            KvOp::GetPrefix { ns, .. } => check_key(ns, "x")?,
+            KvOp::Put { ns, key, value, .. } | KvOp::PutIfAbsent { ns, key, value, .. } => {
+                check_key(ns, key)?;
+                if value.len() > MAX_VALUE_LEN {
+                    return Err(CoreError::new(
+                        crate::ErrorKind::TooLarge,
+                        "value_too_large",
+                        format!("a KV value is at most {MAX_VALUE_LEN} bytes"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+type Overlay = HashMap<(String, String), Option<KvEntry>>;
+
+struct View<'a> {
+    p: &'a Planner,
+    over: Overlay,
+    now: Micros,
+}
+
+impl View<'_> {
+    fn get(&self, ns: &str, key: &str) -> Option<KvEntry> {
+        match self.over.get(&(ns.to_string(), key.to_string())) {
+            Some(v) => v.clone(),
+            None => self.p.state.kv.get(ns).and_then(|m| m.get(key)).filter(|e| e.live(self.now)).cloned(),
+        }
+    }
+    fn row(&self, ns: &str, key: &str) -> Option<KvRow> {
+        self.get(ns, key).map(|e| KvRow {
+            key: key.to_string(),
+            value: Some(e.value),
+            version: e.version,
+            expires: e.expires,
+        })
+    }
+    fn version(&self, ns: &str, key: &str) -> u64 {
+        self.get(ns, key).map(|e| e.version).unwrap_or(0)
+    }
+    /// Versions only grow, even across a delete (no tombstones needed): a new
+    /// version is at least the entry's time (I5 makes that strictly increasing).
+    fn next_version(&self, ns: &str, key: &str) -> u64 {
+        self.now.max(self.version(ns, key) + 1)
+    }
+    fn set(&mut self, ns: &str, key: &str, e: Option<KvEntry>) {
+        self.over.insert((ns.to_string(), key.to_string()), e);
+    }
+}
+
+fn expiry(now: Micros, ttl: Option<u64>) -> Option<Micros> {
+    ttl.map(|t| now + t * 1_000_000)
+}
+
+impl Planner {
+    /// Judge and (unless a required precondition fails) emit KV ops. Returns
+    /// the per-op results, or the first lost required precondition.
+    pub fn kv(&mut self, ops: &[KvOp]) -> Result<Result<Vec<KvResult>, KvRollback>, CoreError> {
+        let now = self.now();
+        let mut v = View { p: self, over: HashMap::new(), now };
+        let mut results = Vec::with_capacity(ops.len());
+        for (i, op) in ops.iter().enumerate() {
+            let (res, required) = run_op(&mut v, op);
+            if res.failed_required(required) {
+                return Ok(Err(KvRollback { index: i, result: res }));
+            }
+            results.push(res);
+        }
+        let mut writes: Vec<_> = v.over.into_iter().collect();
+        writes.sort_by(|a, b| a.0.cmp(&b.0));
+        for ((ns, key), e) in writes {
+            let eff = match e {
+                Some(e) => Effect::KvSet { ns, key, value: e.value, version: e.version, expires: e.expires },
+                None => Effect::KvDel { ns, key },
+            };
+            self.emit_pub(eff)?;
+        }
+        Ok(Ok(results))
+    }
+}
+
+fn not_applied(v: &View, ns: &str, key: &str, reason: &'static str) -> KvResult {
+    KvResult::Write { applied: false, reason: Some(reason), version: v.version(ns, key), current: v.row(ns, key) }
+}
+
+fn run_op(v: &mut View, op: &KvOp) -> (KvResult, bool) {
+    let now = v.now;
+    match op {
+        KvOp::Get { ns, key } => (KvResult::Found(v.row(ns, key)), false),
+        KvOp::GetMany { ns, keys } => {
+            let mut rows = Vec::new();
+            let mut missing = Vec::new();
+            for k in keys {
+                match v.row(ns, k) {
+                    Some(r) => rows.push(r),
+                    None => missing.push(k.clone()),
+                }
+            }
+            (KvResult::Many { rows, missing }, false)
+        }
+        KvOp::GetPrefix { ns, prefix, after, limit, keys_only } => {
+            let mut rows = Vec::new();
+            let mut next_after = None;
+            if let Some(m) = v.p.state.kv.get(ns) {
+                let start = after.clone().unwrap_or_else(|| prefix.clone());
+                for (k, e) in m.range(start..) {
+                    if !k.starts_with(prefix.as_str()) {
+                        break;
+                    }
+                    if after.as_ref() == Some(k) || !e.live(now) {
+                        continue;
+                    }
+                    if rows.len() == *limit {
+                        next_after = rows.last().map(|r: &KvRow| r.key.clone());
+                        break;
+                    }
+                    let value = (!keys_only).then(|| e.value.clone());
+                    rows.push(KvRow { key: k.clone(), value, version: e.version, expires: e.expires });
+                }
+            }
+            (KvResult::Prefix { rows, next_after }, false)
+        }
+        KvOp::Put { ns, key, value, ttl_secs, expect, required } => {
+            if expect.is_some_and(|x| x != v.version(ns, key)) {
+                return (not_applied(v, ns, key, "version_mismatch"), *required);
+            }
+            let version = v.next_version(ns, key);
+            v.set(ns, key, Some(KvEntry { value: value.clone(), version, expires: expiry(now, *ttl_secs) }));
+            (KvResult::Write { applied: true, reason: None, version, current: None }, *required)
+        }
+        KvOp::PutIfAbsent { ns, key, value, ttl_secs, required } => {
+            if v.get(ns, key).is_some() {
+                return (not_applied(v, ns, key, "exists"), *required);
+            }
+            let version = v.next_version(ns, key);
+            v.set(ns, key, Some(KvEntry { value: value.clone(), version, expires: expiry(now, *ttl_secs) }));
+            (KvResult::Write { applied: true, reason: None, version, current: None }, *required)
+        }
+        KvOp::Delete { ns, key, expect, required } => {
+            if expect.is_some_and(|x| x != v.version(ns, key)) {
+                return (not_applied(v, ns, key, "version_mismatch"), *required);
+            }
+            if v.get(ns, key).is_none() {
+                return (not_applied(v, ns, key, "absent"), *required);
+            }
+            v.set(ns, key, None);
+            (KvResult::Write { applied: true, reason: None, version: 0, current: None }, *required)
+        }
+        KvOp::Incr { ns, key, delta, min, max, ttl_secs, required } => {
+            let cur = v.get(ns, key);
+            let n = match &cur {
+                None => 0,
+                Some(e) => match e.value.trim().parse::<i64>() {
+                    Ok(n) => n,
+                    Err(_) => return (not_applied(v, ns, key, "not_a_number"), *required),
+                },
+            };
+            let Some(next) = n.checked_add(*delta) else { return (not_applied(v, ns, key, "overflow"), *required) };
+            if min.is_some_and(|m| next < m) || max.is_some_and(|m| next > m) {
+                return (not_applied(v, ns, key, "out_of_range"), *required);
+            }
+            let version = v.next_version(ns, key);
+            let expires = match ttl_secs {
+                Some(_) => expiry(now, *ttl_secs),
+                None => cur.and_then(|e| e.expires),
+            };
+            v.set(ns, key, Some(KvEntry { value: next.to_string(), version, expires }));
+            let row = KvRow { key: key.clone(), value: Some(next.to_string()), version, expires };
+            (KvResult::Write { applied: true, reason: None, version, current: Some(row) }, *required)
+        }
+        KvOp::Check { ns, key, expect, required } => {
+            if *expect != v.version(ns, key) {
+                return (not_applied(v, ns, key, "version_mismatch"), *required);
+            }
+            (KvResult::Write { applied: true, reason: None, version: *expect, current: v.row(ns, key) }, *required)
+        }
+    }
+}

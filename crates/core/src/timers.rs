@@ -1,0 +1,157 @@
+//! Timers: (queue, timerKey) -> fire time and payload. Setting, moving and
+//! cancelling are entries; firing is ONE entry that deletes the timer and
+//! pushes its payload, so a timer fires exactly once, and after a restart
+//! late rather than never or twice.
+
+use crate::command::{CoreError, PushGroup, PushRecord, PushStatus};
+use crate::entry::Effect;
+use crate::model::{valid_name, Micros, DEFAULT_PARTITION};
+use crate::plan::Planner;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TimerOp {
+    /// Set the timer, replacing one with the same key.
+    Schedule {
+        queue: String,
+        key: String,
+        payload: String,
+        delay_ms: u64,
+        partition: Option<String>,
+        /// Transaction id of the message the timer becomes.
+        txn: String,
+    },
+    /// Move an existing timer; absent if there is none.
+    Reschedule {
+        queue: String,
+        key: String,
+        payload: Option<String>,
+        delay_ms: u64,
+    },
+    Cancel {
+        queue: String,
+        key: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimerResult {
+    pub status: &'static str,
+    pub queue: String,
+    pub key: String,
+    pub fire_at: Option<Micros>,
+}
+
+/// Most timers fired in one entry; the rest wait for the next tick.
+pub const FIRE_BATCH: usize = 1000;
+
+pub fn validate(ops: &[TimerOp]) -> Result<(), CoreError> {
+    for op in ops {
+        let (q, k) = match op {
+            TimerOp::Schedule { queue, key, partition, .. } => {
+                if let Some(p) = partition {
+                    valid_name(p).map_err(|m| CoreError::bad("invalid_partition", m))?;
+                }
+                (queue, key)
+            }
+            TimerOp::Reschedule { queue, key, .. } | TimerOp::Cancel { queue, key } => (queue, key),
+        };
+        valid_name(q).map_err(|m| CoreError::bad("invalid_queue", m))?;
+        if k.is_empty() || k.len() > 1024 {
+            return Err(CoreError::bad("invalid_timer_key", "timerKey must be 1 to 1024 bytes"));
+        }
+    }
+    Ok(())
+}
+
+impl Planner {
+    pub fn timers(&mut self, ops: &[TimerOp]) -> Result<Vec<TimerResult>, CoreError> {
+        let now = self.now();
+        let mut out = Vec::with_capacity(ops.len());
+        for op in ops {
+            let r = match op {
+                TimerOp::Schedule { queue, key, payload, delay_ms, partition, txn } => {
+                    let existed = self.state.timers.get(queue).is_some_and(|m| m.contains_key(key));
+                    let fire_at = now + delay_ms * 1000;
+                    let partition = partition.clone().unwrap_or_else(|| DEFAULT_PARTITION.to_string());
+                    self.emit_pub(Effect::TimerSet {
+                        queue: queue.clone(),
+                        key: key.clone(),
+                        fire_at,
+                        payload: payload.clone(),
+                        partition,
+                        txn: txn.clone(),
+                    })?;
+                    TimerResult {
+                        status: if existed { "rescheduled" } else { "scheduled" },
+                        queue: queue.clone(),
+                        key: key.clone(),
+                        fire_at: Some(fire_at),
+                    }
+                }
+                TimerOp::Reschedule { queue, key, payload, delay_ms } => {
+                    match self.state.timers.get(queue).and_then(|m| m.get(key)).cloned() {
+                        None => TimerResult { status: "absent", queue: queue.clone(), key: key.clone(), fire_at: None },
+                        Some(t) => {
+                            let fire_at = now + delay_ms * 1000;
+                            let payload = payload.clone().unwrap_or(t.payload);
+                            self.emit_pub(Effect::TimerSet {
+                                queue: queue.clone(),
+                                key: key.clone(),
+                                fire_at,
+                                payload,
+                                partition: t.partition,
+                                txn: t.txn,
+                            })?;
+                            TimerResult {
+                                status: "rescheduled",
+                                queue: queue.clone(),
+                                key: key.clone(),
+                                fire_at: Some(fire_at),
+                            }
+                        }
+                    }
+                }
+                TimerOp::Cancel { queue, key } => {
+                    if self.state.timers.get(queue).is_some_and(|m| m.contains_key(key)) {
+                        self.emit_pub(Effect::TimerDel { queue: queue.clone(), key: key.clone() })?;
+                        TimerResult { status: "cancelled", queue: queue.clone(), key: key.clone(), fire_at: None }
+                    } else {
+                        TimerResult { status: "absent", queue: queue.clone(), key: key.clone(), fire_at: None }
+                    }
+                }
+            };
+            out.push(r);
+        }
+        Ok(out)
+    }
+
+    /// Fire every due timer (up to FIRE_BATCH): its delete and its push are one entry.
+    pub fn fire_timers(&mut self) -> Result<usize, CoreError> {
+        let now = self.now();
+        let due: Vec<(Micros, String, String)> =
+            self.state.timer_due.iter().take_while(|(t, _, _)| *t <= now).take(FIRE_BATCH).cloned().collect();
+        for (_, queue, key) in &due {
+            let Some(t) = self.state.timers.get(queue).and_then(|m| m.get(key)).cloned() else { continue };
+            let txid = t.txn.clone();
+            let rec =
+                baton_wire::NewRecord { key: Some(key.as_bytes()), value: t.payload.as_bytes(), txid: Some(&txid) };
+            let batch = baton_wire::encode_batch(&[rec], (now / 1000) as i64)
+                .map_err(|e| CoreError::bad("bad_payload", e.to_string()))?;
+            let g = PushGroup {
+                queue: queue.clone(),
+                partition: t.partition.clone(),
+                indexes: vec![0],
+                records: vec![PushRecord { txid, client_txid: false, value: t.payload.clone().into_bytes().into() }],
+                batch,
+            };
+            match self.push(vec![g]).pop().map(|r| r.status) {
+                Some(PushStatus::Failed(e)) => {
+                    // Kept, and tried again next tick: late, never lost.
+                    tracing::debug!(queue = %queue, key = %key, error = %e, "a due timer could not push yet");
+                }
+                _ => self.emit_pub(Effect::TimerDel { queue: queue.clone(), key: key.clone() })?,
+            }
+        }
+        Ok(due.len())
+    }
+}
