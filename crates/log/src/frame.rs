@@ -43,10 +43,7 @@ pub(crate) fn seal(frame: &mut [u8], index: u64) -> Result<(), String> {
         return Err(format!("frame of {} bytes has no room for a header", frame.len()));
     };
     if payload.len() > MAX_PAYLOAD {
-        return Err(format!(
-            "entry of {} bytes exceeds the {MAX_PAYLOAD}-byte frame cap",
-            payload.len()
-        ));
+        return Err(format!("entry of {} bytes exceeds the {MAX_PAYLOAD}-byte frame cap", payload.len()));
     }
     let len = payload.len() as u32; // fits: bounded by MAX_PAYLOAD above
     header[0..4].copy_from_slice(&MAGIC_BYTES);
@@ -83,22 +80,13 @@ pub(crate) fn decode(bytes: &[u8]) -> Decoded<'_> {
     let stored_crc = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
     let index = u64::from_le_bytes([h[12], h[13], h[14], h[15], h[16], h[17], h[18], h[19]]);
     let Some(payload) = bytes.get(HEADER_LEN..HEADER_LEN + len) else {
-        return Decoded::Invalid(format!(
-            "truncated payload ({} of {len} bytes)",
-            bytes.len() - HEADER_LEN
-        ));
+        return Decoded::Invalid(format!("truncated payload ({} of {len} bytes)", bytes.len() - HEADER_LEN));
     };
     let crc = checksum(index, payload);
     if crc != stored_crc {
-        return Decoded::Invalid(format!(
-            "crc mismatch (stored {stored_crc:#010x}, computed {crc:#010x})"
-        ));
+        return Decoded::Invalid(format!("crc mismatch (stored {stored_crc:#010x}, computed {crc:#010x})"));
     }
-    Decoded::Frame {
-        index,
-        payload,
-        len: HEADER_LEN + len,
-    }
+    Decoded::Frame { index, payload, len: HEADER_LEN + len }
 }
 
 /// Offset (relative to `bytes`) of the first position holding a frame that fully validates
@@ -107,11 +95,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Decoded<'_> {
 /// inside some payload from being mistaken for log data.
 pub(crate) fn find_valid_frame(bytes: &[u8], min_index: u64) -> Option<usize> {
     let mut from = 0;
-    while let Some(rel) = bytes
-        .get(from..)?
-        .windows(MAGIC_BYTES.len())
-        .position(|w| w == MAGIC_BYTES)
-    {
+    while let Some(rel) = bytes.get(from..)?.windows(MAGIC_BYTES.len()).position(|w| w == MAGIC_BYTES) {
         let at = from + rel;
         if let Decoded::Frame { index, .. } = decode(&bytes[at..]) {
             if index >= min_index {

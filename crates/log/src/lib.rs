@@ -37,10 +37,7 @@ impl WalConfig {
     pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
 
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        WalConfig {
-            dir: dir.into(),
-            segment_bytes: Self::DEFAULT_SEGMENT_BYTES,
-        }
+        WalConfig { dir: dir.into(), segment_bytes: Self::DEFAULT_SEGMENT_BYTES }
     }
 }
 

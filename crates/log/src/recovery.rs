@@ -31,11 +31,7 @@ pub fn recover(
     fs::create_dir_all(&cfg.dir).map_err(|e| WalError::io(format!("creating {}", cfg.dir.display()), e))?;
     let from_index = from_index.max(1);
     let segments = segment::list(&cfg.dir)?;
-    let mut info = RecoveryInfo {
-        next_index: from_index,
-        truncated_bytes: 0,
-        entries: 0,
-    };
+    let mut info = RecoveryInfo { next_index: from_index, truncated_bytes: 0, entries: 0 };
     // One buffer for all segments: reading a whole segment at once keeps the scan a tight
     // loop over memory, and segments are bounded by segment_bytes plus one batch.
     let mut buf = Vec::new();
@@ -52,11 +48,7 @@ pub fn recover(
         })?;
         if let Some((offset, reason)) = scan.damage {
             if !is_last {
-                return Err(corrupt(
-                    &seg.path,
-                    offset,
-                    format!("{reason}, in a segment that is not the last"),
-                ));
+                return Err(corrupt(&seg.path, offset, format!("{reason}, in a segment that is not the last")));
             }
             info.truncated_bytes = (buf.len() - offset) as u64;
             truncate(&seg.path, offset as u64, &reason)?;
@@ -102,12 +94,8 @@ fn read_segment(path: &Path, buf: &mut Vec<u8>) -> Result<(), WalError> {
     let len_usize =
         usize::try_from(len).map_err(|_| WalError::Io(format!("{}: {len} bytes does not fit in memory", ctx())))?;
     buf.clear();
-    buf.try_reserve_exact(len_usize)
-        .map_err(|e| WalError::Io(format!("{}: {e}", ctx())))?;
-    (&mut file)
-        .take(len)
-        .read_to_end(buf)
-        .map_err(|e| WalError::io(ctx(), e))?;
+    buf.try_reserve_exact(len_usize).map_err(|e| WalError::Io(format!("{}: {e}", ctx())))?;
+    (&mut file).take(len).read_to_end(buf).map_err(|e| WalError::io(ctx(), e))?;
     Ok(())
 }
 
@@ -139,18 +127,14 @@ fn scan(
             Decoded::Frame { index, payload, len } => {
                 if index != next {
                     let what = if index < next { "repeat" } else { "gap" };
-                    return Err(ScanError::Corrupt(
-                        off,
-                        format!("{what}: expected index {next}, found {index}"),
-                    ));
+                    return Err(ScanError::Corrupt(off, format!("{what}: expected index {next}, found {index}")));
                 }
                 if index >= from_index {
                     f(index, payload).map_err(ScanError::Callback)?;
                     *entries += 1;
                 }
-                next = next
-                    .checked_add(1)
-                    .ok_or_else(|| ScanError::Corrupt(off, "index space exhausted".to_string()))?;
+                next =
+                    next.checked_add(1).ok_or_else(|| ScanError::Corrupt(off, "index space exhausted".to_string()))?;
                 off += len;
             }
             Decoded::Invalid(reason) => {
@@ -158,15 +142,9 @@ fn scan(
                 // is damage inside acknowledged data, not an interrupted final write.
                 if let Some(rel) = frame::find_valid_frame(&bytes[off + 1..], next) {
                     let later = off + 1 + rel;
-                    return Err(ScanError::Corrupt(
-                        off,
-                        format!("{reason}; a valid frame follows at offset {later}"),
-                    ));
+                    return Err(ScanError::Corrupt(off, format!("{reason}; a valid frame follows at offset {later}")));
                 }
-                return Ok(ScanEnd {
-                    next,
-                    damage: Some((off, reason)),
-                });
+                return Ok(ScanEnd { next, damage: Some((off, reason)) });
             }
         }
     }
@@ -176,21 +154,14 @@ fn scan(
 fn truncate(path: &Path, len: u64, reason: &str) -> Result<(), WalError> {
     tracing::warn!(file = %path.display(), offset = len, %reason, "truncating torn wal tail");
     let ctx = || format!("truncating {} to {len} bytes", path.display());
-    let file = OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(|e| WalError::io(ctx(), e))?;
+    let file = OpenOptions::new().write(true).open(path).map_err(|e| WalError::io(ctx(), e))?;
     file.set_len(len).map_err(|e| WalError::io(ctx(), e))?;
     // The new length is metadata, so a full fsync is needed for it to survive a crash.
     file.sync_all().map_err(|e| WalError::io(ctx(), e))
 }
 
 fn corrupt(path: &Path, offset: usize, reason: String) -> WalError {
-    WalError::Corrupt {
-        file: path.display().to_string(),
-        offset: offset as u64,
-        reason,
-    }
+    WalError::Corrupt { file: path.display().to_string(), offset: offset as u64, reason }
 }
 
 #[cfg(test)]

@@ -28,21 +28,12 @@ fn offset_of(first: u64, index: u64) -> u64 {
 }
 
 fn append(path: &Path, bytes: &[u8]) {
-    OpenOptions::new()
-        .append(true)
-        .open(path)
-        .unwrap()
-        .write_all(bytes)
-        .unwrap();
+    OpenOptions::new().append(true).open(path).unwrap().write_all(bytes).unwrap();
 }
 
 fn expect_corrupt(result: Result<impl std::fmt::Debug, WalError>, path: &Path, offset: u64) {
     match result {
-        Err(WalError::Corrupt {
-            file,
-            offset: got,
-            reason,
-        }) => {
+        Err(WalError::Corrupt { file, offset: got, reason }) => {
             assert_eq!(file, path.display().to_string(), "{reason}");
             assert_eq!(got, offset, "{reason}");
         }
@@ -61,14 +52,7 @@ fn empty_or_missing_dir_starts_at_one_or_from_index() {
     let (info, got) = recover_all(&c, 0).unwrap();
     assert!(c.dir.is_dir());
     assert!(got.is_empty());
-    assert_eq!(
-        info,
-        RecoveryInfo {
-            next_index: 1,
-            truncated_bytes: 0,
-            entries: 0
-        }
-    );
+    assert_eq!(info, RecoveryInfo { next_index: 1, truncated_bytes: 0, entries: 0 });
     assert_eq!(recover_all(&c, 50).unwrap().0.next_index, 50);
 }
 
@@ -190,12 +174,7 @@ fn damaged_last_frame_of_an_older_segment_is_corruption() {
     let first = write_segment(dir.path(), 1, 1..=4);
     write_segment(dir.path(), 5, 5..=6);
     let len = fs::metadata(&first).unwrap().len();
-    OpenOptions::new()
-        .write(true)
-        .open(&first)
-        .unwrap()
-        .set_len(len - 3)
-        .unwrap();
+    OpenOptions::new().write(true).open(&first).unwrap().set_len(len - 3).unwrap();
     expect_corrupt(recover_all(&cfg(dir.path(), 1 << 20), 1), &first, offset_of(1, 4));
 }
 
@@ -290,11 +269,7 @@ fn recovery_survives_arbitrary_bytes_without_panicking() {
             state ^= state >> 7;
             state ^= state << 17;
             // Bias towards magic bytes so the forward scan is exercised.
-            let b = if state.is_multiple_of(5) {
-                MAGIC_BYTES[(state >> 8) as usize % 4]
-            } else {
-                state as u8
-            };
+            let b = if state.is_multiple_of(5) { MAGIC_BYTES[(state >> 8) as usize % 4] } else { state as u8 };
             bytes.push(b);
         }
         fs::write(dir.path().join(file_name(1)), &bytes).unwrap();

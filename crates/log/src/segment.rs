@@ -43,10 +43,7 @@ pub(crate) fn list(dir: &Path) -> Result<Vec<SegmentFile>, WalError> {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         match parse_name(name) {
-            Some(first_index) => segments.push(SegmentFile {
-                first_index,
-                path: entry.path(),
-            }),
+            Some(first_index) => segments.push(SegmentFile { first_index, path: entry.path() }),
             None if name.starts_with(PREFIX) => {
                 tracing::warn!(file = %entry.path().display(), "ignoring file that looks like a wal segment but is not named like one");
             }
@@ -71,10 +68,7 @@ pub(crate) fn create(dir: &Path, first_index: u64) -> Result<SegmentFile, WalErr
 }
 
 pub(crate) fn open_append(path: &Path) -> Result<File, WalError> {
-    OpenOptions::new()
-        .append(true)
-        .open(path)
-        .map_err(|e| WalError::io(format!("opening {}", path.display()), e))
+    OpenOptions::new().append(true).open(path).map_err(|e| WalError::io(format!("opening {}", path.display()), e))
 }
 
 /// fdatasync. On macOS plain fsync only reaches the drive's volatile cache, so durability

@@ -6,14 +6,12 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// fdatasync latency buckets, seconds: spans NVMe (~50µs) to a struggling disk (>1s).
-pub(crate) const SYNC_SECONDS_BOUNDS: &[f64] = &[
-    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-];
+pub(crate) const SYNC_SECONDS_BOUNDS: &[f64] =
+    &[0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5];
 
 /// Entries per group commit: powers of two up to the writer's per-batch item cap.
-pub(crate) const BATCH_ENTRIES_BOUNDS: &[f64] = &[
-    1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 4096.0, 16384.0, 65536.0,
-];
+pub(crate) const BATCH_ENTRIES_BOUNDS: &[f64] =
+    &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 4096.0, 16384.0, 65536.0];
 
 #[derive(Debug)]
 pub struct WalStats {
@@ -67,12 +65,7 @@ impl Histogram {
         bounds.sort_by(f64::total_cmp);
         bounds.dedup();
         let counts = (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect();
-        Histogram {
-            bounds,
-            counts,
-            sum_bits: AtomicU64::new(0f64.to_bits()),
-            count: AtomicU64::new(0),
-        }
+        Histogram { bounds, counts, sum_bits: AtomicU64::new(0f64.to_bits()), count: AtomicU64::new(0) }
     }
 
     /// NaN is ignored: it has no bucket and would poison the sum forever.
@@ -85,9 +78,7 @@ impl Histogram {
             c.fetch_add(1, Relaxed);
         }
         // fetch_update's closure always returns Some, so this cannot fail.
-        let _ = self
-            .sum_bits
-            .fetch_update(Relaxed, Relaxed, |bits| Some((f64::from_bits(bits) + v).to_bits()));
+        let _ = self.sum_bits.fetch_update(Relaxed, Relaxed, |bits| Some((f64::from_bits(bits) + v).to_bits()));
         self.count.fetch_add(1, Relaxed);
     }
 

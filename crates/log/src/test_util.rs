@@ -46,10 +46,7 @@ impl WalItem for GateItem {
 }
 
 pub(crate) fn cfg(dir: &Path, segment_bytes: u64) -> WalConfig {
-    WalConfig {
-        dir: dir.to_path_buf(),
-        segment_bytes,
-    }
+    WalConfig { dir: dir.to_path_buf(), segment_bytes }
 }
 
 pub(crate) fn payload(i: u64) -> Vec<u8> {
@@ -57,11 +54,7 @@ pub(crate) fn payload(i: u64) -> Vec<u8> {
 }
 
 pub(crate) fn item(id: u64, payload: Vec<u8>, done: &Sender<Done>) -> Box<TestItem> {
-    Box::new(TestItem {
-        id,
-        payload,
-        done: done.clone(),
-    })
+    Box::new(TestItem { id, payload, done: done.clone() })
 }
 
 /// Submits each payload and waits for its answer before the next, so each is its own batch
@@ -92,9 +85,5 @@ pub(crate) fn recover_all(cfg: &WalConfig, from: u64) -> Result<(RecoveryInfo, R
 }
 
 pub(crate) fn segment_names(dir: &Path) -> Vec<u64> {
-    crate::segment::list(dir)
-        .unwrap()
-        .iter()
-        .map(|s| s.first_index)
-        .collect()
+    crate::segment::list(dir).unwrap().iter().map(|s| s.first_index).collect()
 }

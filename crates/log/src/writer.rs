@@ -146,11 +146,7 @@ impl WalWriter {
             .name("baton-wal".into())
             .spawn(move || writer.run())
             .map_err(|e| WalError::io("spawning the wal writer thread", e))?;
-        Ok(WalWriter {
-            tx,
-            shared,
-            thread: Mutex::new(Some(thread)),
-        })
+        Ok(WalWriter { tx, shared, thread: Mutex::new(Some(thread)) })
     }
 
     /// Non-blocking enqueue. If the WAL is latched failed or closed, `complete()` is called
@@ -215,9 +211,8 @@ impl Drop for WalWriter {
 
 fn open_active(cfg: &WalConfig, segments: &mut VecDeque<SegmentFile>, next_index: u64) -> Result<File, WalError> {
     if let Some(last) = segments.back() {
-        let len = fs::metadata(&last.path)
-            .map_err(|e| WalError::io(format!("inspecting {}", last.path.display()), e))?
-            .len();
+        let len =
+            fs::metadata(&last.path).map_err(|e| WalError::io(format!("inspecting {}", last.path.display()), e))?.len();
         if last.first_index == next_index && len == 0 {
             return segment::open_append(&last.path);
         }
@@ -270,11 +265,7 @@ impl Writer {
         loop {
             // Once stopping, only what is already queued gets written; then the thread ends
             // and dropping the receiver answers any straggler with Closed.
-            let first = if stopping {
-                self.rx.try_recv().ok()
-            } else {
-                self.rx.recv().ok()
-            };
+            let first = if stopping { self.rx.try_recv().ok() } else { self.rx.recv().ok() };
             let Some(first) = first else { break };
             let mut truncate = None;
             self.take(first, &mut truncate, &mut stopping);
@@ -378,9 +369,7 @@ impl Writer {
             self.rotate(first_index)?;
         }
         let path = self.active_path();
-        self.active
-            .write_all(&self.buf)
-            .map_err(|e| format!("write to {path}: {e}"))?;
+        self.active.write_all(&self.buf).map_err(|e| format!("write to {path}: {e}"))?;
         let started = Instant::now();
         self.sync_active().map_err(|e| format!("fdatasync of {path}: {e}"))?;
         let stats = &self.shared.stats;
@@ -413,10 +402,7 @@ impl Writer {
     }
 
     fn active_path(&self) -> String {
-        self.segments
-            .back()
-            .map(|s| s.path.display().to_string())
-            .unwrap_or_default()
+        self.segments.back().map(|s| s.path.display().to_string()).unwrap_or_default()
     }
 
     /// Deletes old segments oldest-first, so a crash midway still leaves a contiguous log.

@@ -11,10 +11,7 @@ use crate::test_util::*;
 
 fn gate(done: &Sender<Done>) -> (Sender<()>, Box<GateItem>) {
     let (open_tx, open_rx) = crossbeam_channel::bounded(1);
-    let item = Box::new(GateItem {
-        open: open_rx,
-        done: done.clone(),
-    });
+    let item = Box::new(GateItem { open: open_rx, done: done.clone() });
     (open_tx, item)
 }
 
@@ -152,10 +149,7 @@ fn failed_sync_latches_and_fails_every_later_item() {
     let size_before = fs::metadata(dir.path().join(segment::file_name(1))).unwrap().len();
     for id in 3..6 {
         w.submit(item(id, b"later".to_vec(), &tx));
-        assert_eq!(
-            rx.recv_timeout(WAIT).unwrap(),
-            (id, Err(WalError::Failed(reason.clone())))
-        );
+        assert_eq!(rx.recv_timeout(WAIT).unwrap(), (id, Err(WalError::Failed(reason.clone()))));
     }
     let size_after = fs::metadata(dir.path().join(segment::file_name(1))).unwrap().len();
     assert_eq!(size_before, size_after, "wrote after latching failure");
@@ -191,10 +185,7 @@ fn real_write_error_latches_failure() {
     let (tx, rx) = crossbeam_channel::unbounded();
     w.submit(item(1, b"a".to_vec(), &tx));
     let (_, result) = rx.recv_timeout(WAIT).unwrap();
-    assert!(
-        matches!(&result, Err(WalError::Failed(r)) if r.contains("write to")),
-        "{result:?}"
-    );
+    assert!(matches!(&result, Err(WalError::Failed(r)) if r.contains("write to")), "{result:?}");
     assert!(w.failure().is_some());
     w.submit(item(2, b"b".to_vec(), &tx));
     assert!(matches!(rx.recv_timeout(WAIT).unwrap(), (2, Err(WalError::Failed(_)))));

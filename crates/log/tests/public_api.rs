@@ -104,11 +104,7 @@ struct Gate {
 
 impl WalItem for Gate {
     fn encode(&self, buf: &mut Vec<u8>) {
-        let _ = self
-            .open
-            .lock()
-            .unwrap()
-            .recv_timeout(std::time::Duration::from_secs(30));
+        let _ = self.open.lock().unwrap().recv_timeout(std::time::Duration::from_secs(30));
         buf.extend_from_slice(b"gate");
     }
     fn complete(self: Box<Self>, result: Result<u64, WalError>) {
@@ -123,10 +119,7 @@ fn concurrent_submissions_are_group_committed() {
     let wal = Arc::new(WalWriter::start(cfg, 1).unwrap());
     let log: Log = Arc::default();
     let (open, gate_rx) = std::sync::mpsc::channel();
-    wal.submit(Box::new(Gate {
-        open: Mutex::new(gate_rx),
-        log: Arc::clone(&log),
-    }));
+    wal.submit(Box::new(Gate { open: Mutex::new(gate_rx), log: Arc::clone(&log) }));
     thread::scope(|s| {
         for t in 0..4 {
             let (wal, log) = (Arc::clone(&wal), Arc::clone(&log));
@@ -154,11 +147,7 @@ fn submit_after_shutdown_is_closed_on_the_callers_thread() {
     let wal = WalWriter::start(WalConfig::new(dir.path()), 1).unwrap();
     wal.shutdown();
     let log: Log = Arc::default();
-    wal.submit(Box::new(Msg {
-        thread: 0,
-        seq: 0,
-        log: Arc::clone(&log),
-    }));
+    wal.submit(Box::new(Msg { thread: 0, seq: 0, log: Arc::clone(&log) }));
     // Answered synchronously: no waiting needed.
     assert_eq!(log.lock().unwrap().as_slice(), &[(0, 0, Err(WalError::Closed))]);
     assert_eq!(wal.failure(), None);

@@ -51,10 +51,7 @@ pub fn encode_batch(records: &[NewRecord<'_>], timestamp_ms: i64) -> Result<Vec<
         .map(|(i, r)| {
             let mut headers = IndexMap::new();
             if let Some(t) = r.txid {
-                headers.insert(
-                    StrBytes::from_static_str(TXID_HEADER),
-                    Some(Bytes::copy_from_slice(t.as_bytes())),
-                );
+                headers.insert(StrBytes::from_static_str(TXID_HEADER), Some(Bytes::copy_from_slice(t.as_bytes())));
             }
             Record {
                 transactional: false,
@@ -79,10 +76,7 @@ pub fn encode_batch(records: &[NewRecord<'_>], timestamp_ms: i64) -> Result<Vec<
     RecordBatchEncoder::encode(
         &mut buf,
         recs.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
+        &RecordEncodeOptions { version: 2, compression: Compression::None },
     )
     .map_err(|e| WireError::BadBatch(e.to_string()))?;
     Ok(buf.to_vec())
@@ -129,12 +123,7 @@ impl BatchHeader {
         if count < 0 {
             return Err(WireError::BadBatch("negative record count".into()));
         }
-        Ok(BatchHeader {
-            base_offset,
-            length,
-            record_count: count as u32,
-            max_timestamp,
-        })
+        Ok(BatchHeader { base_offset, length, record_count: count as u32, max_timestamp })
     }
 }
 
@@ -171,16 +160,8 @@ mod tests {
     #[test]
     fn round_trip_with_patched_base() {
         let recs = [
-            NewRecord {
-                key: None,
-                value: b"{\"a\":1}",
-                txid: Some("t1"),
-            },
-            NewRecord {
-                key: Some(b"k"),
-                value: b"two",
-                txid: None,
-            },
+            NewRecord { key: None, value: b"{\"a\":1}", txid: Some("t1") },
+            NewRecord { key: Some(b"k"), value: b"two", txid: None },
         ];
         let mut b = encode_batch(&recs, 1_700_000_000_000).unwrap();
         set_base_offset(&mut b, 41);
@@ -201,15 +182,7 @@ mod tests {
 
     #[test]
     fn header_rejects_damage() {
-        let mut b = encode_batch(
-            &[NewRecord {
-                key: None,
-                value: b"x",
-                txid: None,
-            }],
-            1,
-        )
-        .unwrap();
+        let mut b = encode_batch(&[NewRecord { key: None, value: b"x", txid: None }], 1).unwrap();
         assert!(BatchHeader::parse(&b[..20]).is_err());
         let last = b.len() - 1;
         b[last] ^= 0xff;
