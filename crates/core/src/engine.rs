@@ -203,7 +203,19 @@ impl Engine {
         let sh = shared.clone();
         std::thread::Builder::new()
             .name("baton-planner".into())
-            .spawn(move || PlannerLoop::new(Planner::new(state), Arc::new(wal), sh, cfg, next_index - 1).run(rx))
+            .spawn(move || {
+                let watch = sh.clone();
+                let run = move || PlannerLoop::new(Planner::new(state), Arc::new(wal), sh, cfg, next_index - 1).run(rx);
+                // A planner bug must not leave a node that looks healthy but answers nothing.
+                if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+                    let msg = p
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    watch.latch(format!("planner thread panicked: {msg}"));
+                }
+            })
             .map_err(|e| e.to_string())?;
         Ok(Engine { tx, shared, wal_stats })
     }
@@ -348,6 +360,7 @@ struct PlannerLoop {
     submitted: u64,
     last_checkpoint: Instant,
     checkpointed_index: u64,
+    /// (time, queue) at which long polls of the queue should look again: lease expiries, delayed messages.
     lease_expiries: BinaryHeap<Reverse<(Micros, QueueId)>>,
     frame_entries: Vec<Entry>,
     frame_replies: Vec<Reply>,
@@ -465,6 +478,9 @@ impl PlannerLoop {
     /// Record the result of planning one request: its entry joins the frame and
     /// its answer waits for that frame; no entry means it waits for what came before.
     fn settle(&mut self, reply: Reply) {
+        for (t, q) in self.p.wakeups.drain(..) {
+            self.lease_expiries.push(Reverse((t, q)));
+        }
         match self.p.finish() {
             Some(e) => {
                 self.frame_entries.push(e);
@@ -515,6 +531,11 @@ impl PlannerLoop {
             }
             Cmd::Extend(lease, secs, reply) => {
                 let res = self.p.extend(lease, secs);
+                if let (Ok(exp), Some((part, _))) = (&res, self.p.state.leases.get(&lease)) {
+                    if let Some(p) = self.p.state.parts.get(part) {
+                        self.lease_expiries.push(Reverse((*exp, p.queue)));
+                    }
+                }
                 self.settle(deferred(reply, res));
             }
             Cmd::Configure(queue, patch, mode, reply) => {

@@ -185,7 +185,7 @@ impl View<'_> {
 }
 
 fn expiry(now: Micros, ttl: Option<u64>) -> Option<Micros> {
-    ttl.map(|t| now + t * 1_000_000)
+    ttl.map(|t| now.saturating_add(t.saturating_mul(1_000_000)))
 }
 
 impl Planner {

@@ -19,6 +19,8 @@ pub struct Planner {
     effects: Vec<Effect>,
     /// Queues that got new messages in the entries planned since the last take.
     pub pushed_queues: HashSet<QueueId>,
+    /// (time, queue): long polls of the queue should look again then (a delayed message comes due).
+    pub wakeups: Vec<(Micros, QueueId)>,
 }
 
 type Planned<T> = Result<T, CoreError>;
@@ -29,7 +31,7 @@ fn apply_err(e: ApplyError) -> CoreError {
 
 impl Planner {
     pub fn new(state: State) -> Planner {
-        Planner { state, ts: 0, effects: Vec::new(), pushed_queues: HashSet::new() }
+        Planner { state, ts: 0, effects: Vec::new(), pushed_queues: HashSet::new(), wakeups: Vec::new() }
     }
 
     /// Start planning one request at wall-clock `now` (I5: time never goes back).
@@ -228,8 +230,8 @@ impl Planner {
         };
         let group = self.ensure_group(&group_name, req.from_ts)?;
         let opts = self.state.queues[&q].options.clone();
-        let lease_us = req.lease_secs.unwrap_or(opts.lease_time).max(1) * 1_000_000;
-        let delay_us = opts.delayed_processing * 1_000_000;
+        let lease_us = req.lease_secs.unwrap_or(opts.lease_time).max(1).saturating_mul(1_000_000);
+        let delay_us = opts.delayed_processing.saturating_mul(1_000_000);
         let now = self.ts;
         for part in parts {
             self.expire_if_due(part, group, &opts)?;
@@ -248,7 +250,10 @@ impl Planner {
                         o += 1;
                         continue;
                     }
-                    if delay_us > 0 && p.ts_of(o).is_some_and(|t| t + delay_us > now) {
+                    if let Some(ready) =
+                        p.ts_of(o).map(|t| t.saturating_add(delay_us)).filter(|r| delay_us > 0 && *r > now)
+                    {
+                        self.wakeups.push((ready, q));
                         break;
                     }
                     v.push(o);
@@ -260,7 +265,7 @@ impl Planner {
                 continue;
             }
             let lease = self.state.next_lease;
-            let expires = now + lease_us;
+            let expires = now.saturating_add(lease_us);
             self.emit(Effect::Lease { part, group, lease, offsets: offsets.clone(), expires, auto_ack: req.auto_ack })?;
             let p = &self.state.parts[&part];
             let c = &p.cursors[&group];
@@ -372,8 +377,10 @@ impl Planner {
             s => s,
         };
         self.emit(Effect::Ack { part: it.part, group, lease: lease_id, offset, status, error: it.error.clone() })?;
-        if status != AckStatus::Completed {
-            self.pushed_queues.insert(self.state.parts[&it.part].queue);
+        // A released lease opens the partition to the group's other consumers: wake their long polls.
+        let p = &self.state.parts[&it.part];
+        if p.cursors.get(&group).is_none_or(|c| c.lease.is_none()) {
+            self.pushed_queues.insert(p.queue);
         }
         Ok(())
     }
@@ -387,7 +394,7 @@ impl Planner {
             return Err(CoreError::new(ErrorKind::Conflict, "lease_not_live", "the lease has expired or was released"));
         }
         let secs = secs.unwrap_or(self.state.queues[&p.queue].options.lease_time).max(1);
-        let expires = self.ts + secs * 1_000_000;
+        let expires = self.ts.saturating_add(secs.saturating_mul(1_000_000));
         self.emit(Effect::ExtendLease { part, group, lease, expires })?;
         Ok(expires)
     }
@@ -446,7 +453,7 @@ impl Planner {
             if q.options.retention_seconds == 0 {
                 continue;
             }
-            let cutoff = now.saturating_sub(q.options.retention_seconds * 1_000_000);
+            let cutoff = now.saturating_sub(q.options.retention_seconds.saturating_mul(1_000_000));
             for pid in &q.parts {
                 let p = &self.state.parts[pid];
                 let keep = p.batches.partition_point(|b| b.ts < cutoff);

@@ -350,7 +350,7 @@ impl State {
                         p.dedup.remove(&h);
                     }
                 }
-                let exp = ts + window * 1_000_000;
+                let exp = ts.saturating_add(window.saturating_mul(1_000_000));
                 for h in dedup {
                     p.dedup.insert(*h, exp);
                     p.dedup_order.push_back((exp, *h));
