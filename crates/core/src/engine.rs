@@ -600,16 +600,25 @@ impl PlannerLoop {
 
     fn on_tick(&mut self) {
         let now = wall_micros();
+        let mut due = Vec::new();
         while self.lease_expiries.peek().is_some_and(|Reverse((t, _))| *t <= now) {
             let Reverse((_, q)) = self.lease_expiries.pop().expect("peeked");
-            if let Some(queue) = self.p.state.queues.get(&q) {
-                self.shared.notifier(&queue.name).notify_waiters();
-            }
+            due.push(q);
         }
         if self.failed().is_some() {
             return;
         }
         self.p.begin(now);
+        due.sort_unstable();
+        due.dedup();
+        for q in due {
+            if let Err(e) = self.p.expire_leases(q) {
+                tracing::error!(error = %e, "expiring leases failed");
+            }
+            if let Some(queue) = self.p.state.queues.get(&q) {
+                self.shared.notifier(&queue.name).notify_waiters();
+            }
+        }
         if let Err(e) = self.p.retention() {
             tracing::error!(error = %e, "retention planning failed");
         }

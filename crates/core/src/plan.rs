@@ -284,6 +284,29 @@ impl Planner {
         Ok(None)
     }
 
+    /// Settle every expired lease of a queue now (not at the next pop), so
+    /// retries are charged and dead letters appear when the lease runs out.
+    pub fn expire_leases(&mut self, queue: QueueId) -> Planned<()> {
+        let Some(q) = self.state.queues.get(&queue) else { return Ok(()) };
+        let opts = q.options.clone();
+        let now = self.ts;
+        let due: Vec<(PartId, GroupId)> = q
+            .parts
+            .iter()
+            .flat_map(|pid| {
+                self.state.parts[pid]
+                    .cursors
+                    .iter()
+                    .filter(|(_, c)| c.lease.as_ref().is_some_and(|l| l.expires <= now))
+                    .map(move |(g, _)| (*pid, *g))
+            })
+            .collect();
+        for (part, group) in due {
+            self.expire_if_due(part, group, &opts)?;
+        }
+        Ok(())
+    }
+
     /// An expired lease is settled as one failure per unsettled message before
     /// anyone else may lease the partition; past the retry limit, dead-letter.
     fn expire_if_due(&mut self, part: PartId, group: GroupId, opts: &QueueOptions) -> Planned<()> {
