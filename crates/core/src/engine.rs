@@ -1,33 +1,24 @@
-//! The engine: the planner thread, the hand-off to the WAL writer, and the
-//! answers. Owns the threads and the channels between front doors, planner,
-//! WAL and checkpointer.
-//!
-//! I3 is enforced here: a request's answer is sent from the WAL completion of
-//! the frame holding its entry, after fdatasync. A request that changed
-//! nothing still waits for every frame planned before it, because what it saw
-//! (a duplicate, say) may rest on those. Must never answer success from a
-//! failed or latched WAL: those answers are 503 with the reason.
+//! The engine handle: recovery at start, the typed async API the front doors
+//! call, and the state shared with the planner thread (`runner`) and the WAL
+//! completions. Owns the channel into the planner; never plans anything.
 
 use crate::checkpoint;
 use crate::command::*;
-use crate::entry::{encode_entries, Entry};
 use crate::kafka_ops::{ProduceOutcome, ProduceRequest};
 use crate::kv::{KvOp, KvResult, KvRollback};
 use crate::model::*;
 use crate::options::OptionsPatch;
 use crate::plan::Planner;
-use crate::query;
 use crate::state::StorageConfig;
 use crate::timers::{TimerOp, TimerResult};
-use baton_log::{WalConfig, WalError, WalItem, WalStats, WalWriter};
-use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
+use baton_log::{WalConfig, WalStats, WalWriter};
+use crossbeam_channel::{bounded, Sender};
 use parking_lot::Mutex;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{oneshot, Notify};
 
 #[derive(Debug, Clone)]
@@ -53,7 +44,7 @@ pub fn wall_micros() -> Micros {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
 }
 
-type Reply = Box<dyn FnOnce(Result<(), CoreError>) + Send>;
+pub(crate) type Reply = Box<dyn FnOnce(Result<(), CoreError>) + Send>;
 
 /// Counters the server exports.
 #[derive(Default)]
@@ -66,21 +57,21 @@ pub struct Counters {
 }
 
 pub struct Shared {
-    notifies: Mutex<HashMap<String, Arc<Notify>>>,
-    failed: Mutex<Option<String>>,
+    pub(crate) notifies: Mutex<HashMap<String, Arc<Notify>>>,
+    pub(crate) failed: Mutex<Option<String>>,
     /// Frames up to this index are durable; guarded with the waiters below so
     /// a reply is never parked after its frame completed.
-    durable: Mutex<(u64, VecDeque<(u64, Reply)>)>,
+    pub(crate) durable: Mutex<(u64, VecDeque<(u64, Reply)>)>,
     pub durable_index: AtomicU64,
     pub counters: Counters,
 }
 
 impl Shared {
-    fn notifier(&self, queue: &str) -> Arc<Notify> {
+    pub(crate) fn notifier(&self, queue: &str) -> Arc<Notify> {
         self.notifies.lock().entry(queue.to_string()).or_insert_with(|| Arc::new(Notify::new())).clone()
     }
 
-    fn latch(&self, reason: String) {
+    pub(crate) fn latch(&self, reason: String) {
         let mut f = self.failed.lock();
         if f.is_none() {
             tracing::error!(%reason, "storage failed: refusing writes until restart");
@@ -88,7 +79,7 @@ impl Shared {
         }
     }
 
-    fn on_durable(&self, index: u64) {
+    pub(crate) fn on_durable(&self, index: u64) {
         let ready: Vec<Reply> = {
             let mut d = self.durable.lock();
             d.0 = d.0.max(index);
@@ -105,47 +96,7 @@ impl Shared {
     }
 }
 
-/// One group-commit frame: the entries of one planner batch and who waits on them.
-struct Frame {
-    index: u64,
-    entries: Vec<Entry>,
-    replies: Vec<Reply>,
-    marks: Vec<(Arc<AtomicU64>, u64)>,
-    notify: Vec<Arc<Notify>>,
-    shared: Arc<Shared>,
-}
-
-impl WalItem for Frame {
-    fn encode(&self, buf: &mut Vec<u8>) {
-        encode_entries(&self.entries, buf);
-    }
-
-    fn complete(self: Box<Self>, result: Result<u64, WalError>) {
-        match result {
-            Ok(idx) => {
-                debug_assert_eq!(idx, self.index, "planner and WAL agree on frame indexes");
-                for (m, v) in &self.marks {
-                    m.fetch_max(*v, Ordering::AcqRel);
-                }
-                for r in self.replies {
-                    r(Ok(()));
-                }
-                self.shared.on_durable(idx);
-                for n in &self.notify {
-                    n.notify_waiters();
-                }
-            }
-            Err(e) => {
-                self.shared.latch(e.to_string());
-                for r in self.replies {
-                    r(Err(CoreError::unavailable(format!("not durable: {e}"))));
-                }
-            }
-        }
-    }
-}
-
-enum Cmd {
+pub(crate) enum Cmd {
     Push(Vec<PushGroup>, oneshot::Sender<Result<Vec<PushResult>, CoreError>>),
     Pop(PopRequest, oneshot::Sender<Result<Option<PopResult>, CoreError>>),
     Ack(Option<String>, Vec<AckItem>, oneshot::Sender<Result<Vec<Result<(), CoreError>>, CoreError>>),
@@ -205,7 +156,9 @@ impl Engine {
             .name("baton-planner".into())
             .spawn(move || {
                 let watch = sh.clone();
-                let run = move || PlannerLoop::new(Planner::new(state), Arc::new(wal), sh, cfg, next_index - 1).run(rx);
+                let run = move || {
+                    crate::runner::PlannerLoop::new(Planner::new(state), Arc::new(wal), sh, cfg, next_index - 1).run(rx)
+                };
                 // A planner bug must not leave a node that looks healthy but answers nothing.
                 if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
                     let msg = p
@@ -348,356 +301,5 @@ impl Engine {
         if self.tx.send(Cmd::Shutdown(tx)).is_ok() {
             let _ = rx.recv_timeout(Duration::from_secs(60));
         }
-    }
-}
-
-struct PlannerLoop {
-    p: Planner,
-    wal: Arc<WalWriter>,
-    shared: Arc<Shared>,
-    cfg: EngineConfig,
-    /// Index of the last frame handed to the WAL.
-    submitted: u64,
-    last_checkpoint: Instant,
-    checkpointed_index: u64,
-    /// (time, queue) at which long polls of the queue should look again: lease expiries, delayed messages.
-    lease_expiries: BinaryHeap<Reverse<(Micros, QueueId)>>,
-    frame_entries: Vec<Entry>,
-    frame_replies: Vec<Reply>,
-    /// Replies of requests that changed nothing; they wait for `submitted` at the time.
-    parked: Vec<Reply>,
-}
-
-impl PlannerLoop {
-    fn new(p: Planner, wal: Arc<WalWriter>, shared: Arc<Shared>, cfg: EngineConfig, submitted: u64) -> Self {
-        PlannerLoop {
-            checkpointed_index: p.state.applied_index,
-            p,
-            wal,
-            shared,
-            cfg,
-            submitted,
-            last_checkpoint: Instant::now(),
-            lease_expiries: BinaryHeap::new(),
-            frame_entries: Vec::new(),
-            frame_replies: Vec::new(),
-            parked: Vec::new(),
-        }
-    }
-
-    fn run(mut self, rx: Receiver<Cmd>) {
-        let tick = Duration::from_millis(100);
-        let mut next_tick = Instant::now() + tick;
-        loop {
-            let timeout = next_tick.saturating_duration_since(Instant::now());
-            let first = match rx.recv_timeout(timeout) {
-                Ok(c) => Some(c),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => break,
-            };
-            let mut stop = None;
-            if let Some(c) = first {
-                let mut cmd = Some(c);
-                let mut n = 0;
-                while let Some(c) = cmd.take() {
-                    if let Cmd::Shutdown(done) = c {
-                        stop = Some(done);
-                        break;
-                    }
-                    self.handle(c);
-                    n += 1;
-                    if n >= 4096 {
-                        break;
-                    }
-                    cmd = rx.try_recv().ok();
-                }
-            }
-            if Instant::now() >= next_tick {
-                self.on_tick();
-                next_tick = Instant::now() + tick;
-            }
-            self.flush();
-            if let Some(done) = stop {
-                self.wal.shutdown();
-                if let Err(e) = self.checkpoint(true) {
-                    tracing::error!(error = %e, "final checkpoint failed");
-                }
-                let _ = done.send(());
-                return;
-            }
-        }
-        self.wal.shutdown();
-    }
-
-    /// Hand the planned entries to the WAL as one frame; park answers that need no entry.
-    fn flush(&mut self) {
-        let parked = std::mem::take(&mut self.parked);
-        if !self.frame_entries.is_empty() {
-            self.submitted += 1;
-            self.p.state.applied_index = self.submitted;
-            let mut marks = Vec::new();
-            let mut notify = Vec::new();
-            for q in self.p.pushed_queues.drain() {
-                if let Some(queue) = self.p.state.queues.get(&q) {
-                    notify.push(self.shared.notifier(&queue.name));
-                    for pid in &queue.parts {
-                        let part = &self.p.state.parts[pid];
-                        if part.durable_end() < part.end {
-                            marks.push((part.durable.clone(), part.end));
-                        }
-                    }
-                }
-            }
-            let frame = Frame {
-                index: self.submitted,
-                entries: std::mem::take(&mut self.frame_entries),
-                replies: std::mem::take(&mut self.frame_replies),
-                marks,
-                notify,
-                shared: self.shared.clone(),
-            };
-            self.shared.counters.entries.fetch_add(frame.entries.len() as u64, Ordering::Relaxed);
-            self.wal.submit(Box::new(frame));
-        }
-        if parked.is_empty() {
-            return;
-        }
-        let mut d = self.shared.durable.lock();
-        if d.0 >= self.submitted {
-            drop(d);
-            for r in parked {
-                r(Ok(()));
-            }
-        } else {
-            for r in parked {
-                d.1.push_back((self.submitted, r));
-            }
-        }
-    }
-
-    /// Record the result of planning one request: its entry joins the frame and
-    /// its answer waits for that frame; no entry means it waits for what came before.
-    fn settle(&mut self, reply: Reply) {
-        for (t, q) in self.p.wakeups.drain(..) {
-            self.lease_expiries.push(Reverse((t, q)));
-        }
-        match self.p.finish() {
-            Some(e) => {
-                self.frame_entries.push(e);
-                self.frame_replies.push(reply);
-            }
-            None => self.parked.push(reply),
-        }
-    }
-
-    fn failed(&self) -> Option<CoreError> {
-        self.shared
-            .failed
-            .lock()
-            .as_ref()
-            .map(|r| CoreError::unavailable(format!("storage failed, refusing writes: {r}")))
-    }
-
-    fn handle(&mut self, cmd: Cmd) {
-        let writes = !matches!(cmd, Cmd::Query(..) | Cmd::Fetch(..));
-        if writes {
-            if let Some(e) = self.failed() {
-                return fail_cmd(cmd, e);
-            }
-        }
-        self.p.begin(wall_micros());
-        match cmd {
-            Cmd::Push(groups, reply) => {
-                let res = self.p.push(groups);
-                let n = res.iter().filter(|r| matches!(r.status, PushStatus::Queued { .. })).count();
-                self.shared.counters.pushed.fetch_add(n as u64, Ordering::Relaxed);
-                self.settle(deferred(reply, Ok(res)));
-            }
-            Cmd::Pop(req, reply) => {
-                let res = self.p.pop(&req);
-                if let Ok(Some(r)) = &res {
-                    self.shared.counters.popped.fetch_add(r.messages.len() as u64, Ordering::Relaxed);
-                    if let (Some(_), Some(q)) = (r.lease, self.p.state.queue_ids.get(&r.queue)) {
-                        self.lease_expiries.push(Reverse((r.lease_expires, *q)));
-                    }
-                }
-                self.settle(deferred(reply, res));
-            }
-            Cmd::Ack(group, items, reply) => {
-                let res = self.p.ack(group.as_deref(), &items);
-                let n = res.iter().filter(|r| r.is_ok()).count();
-                self.shared.counters.acked.fetch_add(n as u64, Ordering::Relaxed);
-                self.settle(deferred(reply, Ok(res)));
-            }
-            Cmd::Extend(lease, secs, reply) => {
-                let res = self.p.extend(lease, secs);
-                if let (Ok(exp), Some((part, _))) = (&res, self.p.state.leases.get(&lease)) {
-                    if let Some(p) = self.p.state.parts.get(part) {
-                        self.lease_expiries.push(Reverse((*exp, p.queue)));
-                    }
-                }
-                self.settle(deferred(reply, res));
-            }
-            Cmd::Configure(queue, patch, mode, reply) => {
-                let current = self.p.state.queue(&queue).map(|q| q.options.clone());
-                let base = match (mode, current) {
-                    (ConfigureMode::Merge, Some(c)) => c,
-                    _ => QueueOptions::default(),
-                };
-                let opts = patch.apply_to(base);
-                let res = self.p.configure(&queue, opts.clone()).map(|_| opts);
-                self.settle(deferred(reply, res));
-            }
-            Cmd::Seek { group, queue, partition, to_ts, to_end, reply } => {
-                let res = self.p.seek(&group, &queue, partition.as_deref(), to_ts, to_end);
-                self.settle(deferred(reply, res));
-            }
-            Cmd::DeleteGroup(g, reply) => {
-                let res = self.p.delete_group(&g);
-                self.settle(deferred(reply, res));
-            }
-            Cmd::DeleteQueue(q, reply) => {
-                let res = self.p.delete_queue(&q);
-                self.settle(deferred(reply, res));
-            }
-            Cmd::Txn(t, reply) => {
-                let res = self.p.transaction(t);
-                self.settle(deferred(reply, res));
-            }
-            Cmd::Produce(r, reply) => {
-                let res = self.p.produce(r);
-                self.settle(deferred(reply, res));
-            }
-            Cmd::CreateTopic(t, n, reply) => {
-                let res = self.p.create_topic(&t, n);
-                self.settle(deferred(reply, res));
-            }
-            Cmd::InitProducer(reply) => {
-                let res = self.p.init_producer();
-                self.settle(deferred(reply, res));
-            }
-            Cmd::Commit(g, t, offs, reply) => {
-                let res = self.p.commit_offsets(&g, &t, &offs);
-                self.settle(deferred(reply, Ok(res)));
-            }
-            Cmd::Kv(ops, reply) => {
-                let res = self.p.kv(&ops);
-                self.settle(deferred(reply, res));
-            }
-            Cmd::Timers(ops, reply) => {
-                let res = self.p.timers(&ops);
-                self.settle(deferred(reply, res));
-            }
-            Cmd::Query(q, reply) => {
-                let _ = reply.send(query::run(&self.p.state, q));
-            }
-            Cmd::Fetch(reqs, reply) => {
-                let _ = reply.send(query::fetch(&self.p.state, reqs));
-            }
-            Cmd::Shutdown(_) => unreachable!("handled by the loop"),
-        }
-    }
-
-    fn on_tick(&mut self) {
-        let now = wall_micros();
-        let mut due = Vec::new();
-        while self.lease_expiries.peek().is_some_and(|Reverse((t, _))| *t <= now) {
-            let Reverse((_, q)) = self.lease_expiries.pop().expect("peeked");
-            due.push(q);
-        }
-        if self.failed().is_some() {
-            return;
-        }
-        self.p.begin(now);
-        due.sort_unstable();
-        due.dedup();
-        for q in due {
-            if let Err(e) = self.p.expire_leases(q) {
-                tracing::error!(error = %e, "expiring leases failed");
-            }
-            if let Some(queue) = self.p.state.queues.get(&q) {
-                self.shared.notifier(&queue.name).notify_waiters();
-            }
-        }
-        if let Err(e) = self.p.retention() {
-            tracing::error!(error = %e, "retention planning failed");
-        }
-        if let Err(e) = self.p.fire_timers() {
-            tracing::error!(error = %e, "firing timers failed");
-        }
-        self.settle(Box::new(|_| {}));
-        if self.last_checkpoint.elapsed() >= self.cfg.checkpoint_interval {
-            if let Err(e) = self.checkpoint(false) {
-                self.shared.latch(format!("checkpoint failed: {e}"));
-            }
-        }
-    }
-
-    /// Snapshot the state as of the last submitted frame. The file work runs on
-    /// its own thread unless `sync_now` (shutdown); either way the snapshot is
-    /// only written once its frame is durable.
-    fn checkpoint(&mut self, sync_now: bool) -> Result<(), String> {
-        self.flush();
-        self.last_checkpoint = Instant::now();
-        if self.p.state.applied_index == self.checkpointed_index {
-            return Ok(());
-        }
-        let snap = checkpoint::Snapshot::take(&mut self.p.state)?;
-        self.checkpointed_index = snap.index;
-        let shared = self.shared.clone();
-        let dir = self.cfg.data_dir.clone();
-        let wal = self.wal.clone();
-        let job = move || -> Result<(), String> {
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while shared.durable_index.load(Ordering::Acquire) < snap.index {
-                if shared.failed.lock().is_some() || Instant::now() > deadline {
-                    return Err("the checkpoint's frame never became durable".into());
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            let index = snap.index;
-            snap.write(&dir)?;
-            wal.truncate_before(index + 1);
-            shared.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
-            Ok(())
-        };
-        if sync_now {
-            job()
-        } else {
-            let shared = self.shared.clone();
-            std::thread::spawn(move || {
-                if let Err(e) = job() {
-                    shared.latch(format!("checkpoint failed: {e}"));
-                }
-            });
-            Ok(())
-        }
-    }
-}
-
-fn deferred<T: Send + 'static>(tx: oneshot::Sender<Result<T, CoreError>>, value: Result<T, CoreError>) -> Reply {
-    Box::new(move |durable| {
-        let _ = tx.send(durable.and(value));
-    })
-}
-
-fn fail_cmd(cmd: Cmd, e: CoreError) {
-    match cmd {
-        Cmd::Push(_, r) => drop(r.send(Err(e))),
-        Cmd::Pop(_, r) => drop(r.send(Err(e))),
-        Cmd::Ack(_, _, r) => drop(r.send(Err(e))),
-        Cmd::Extend(_, _, r) => drop(r.send(Err(e))),
-        Cmd::Configure(_, _, _, r) => drop(r.send(Err(e))),
-        Cmd::Seek { reply, .. } => drop(reply.send(Err(e))),
-        Cmd::DeleteGroup(_, r) => drop(r.send(Err(e))),
-        Cmd::DeleteQueue(_, r) => drop(r.send(Err(e))),
-        Cmd::Txn(_, r) => drop(r.send(Err(e))),
-        Cmd::Produce(_, r) => drop(r.send(Err(e))),
-        Cmd::CreateTopic(_, _, r) => drop(r.send(Err(e))),
-        Cmd::InitProducer(r) => drop(r.send(Err(e))),
-        Cmd::Commit(_, _, _, r) => drop(r.send(Err(e))),
-        Cmd::Kv(_, r) => drop(r.send(Err(e))),
-        Cmd::Timers(_, r) => drop(r.send(Err(e))),
-        Cmd::Query(..) | Cmd::Fetch(..) | Cmd::Shutdown(_) => {}
     }
 }

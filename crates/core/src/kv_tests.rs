@@ -48,7 +48,7 @@ fn versions_grow_and_preconditions_guard_writes() {
     let rb = run(&mut p, &mut log, 3 * S, &[put("c", "y", None, false), put("a", "3", Some(7), true)]).unwrap_err();
     assert_eq!(rb.index, 1);
     assert_eq!(log.len(), n, "a rolled-back request writes no entry");
-    assert!(p.state.kv["n"].get("c").is_none());
+    assert!(!p.state.kv["n"].contains_key("c"));
     // Versions keep growing across a delete, so an old expectation never matches again.
     run(&mut p, &mut log, 4 * S, &[KvOp::Delete { ns: "n".into(), key: "a".into(), expect: Some(v1), required: true }])
         .unwrap();

@@ -12,6 +12,7 @@ pub mod model;
 pub mod options;
 pub mod plan;
 pub mod query;
+mod runner;
 pub mod state;
 pub mod store;
 pub mod timers;
