@@ -272,3 +272,44 @@ pub async fn message(State(app): State<App>, Path((pid, txid)): Path<(String, St
     }))
     .into_response())
 }
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionBody {
+    subscription_timestamp: String,
+}
+
+/// Move a group to a time on every queue it reads (Queen's update of a subscription timestamp).
+pub async fn subscription(
+    State(app): State<App>,
+    Path(group): Path<String>,
+    JsonBody(b): JsonBody<SubscriptionBody>,
+) -> Result<Response, ApiError> {
+    let ts = parse_iso(&b.subscription_timestamp)
+        .ok_or_else(|| ApiError::bad("invalid_timestamp", "subscriptionTimestamp must be RFC 3339"))?;
+    let mut queues: Vec<String> =
+        all_groups(&app).await?.into_iter().filter(|g| g.name == group).map(|g| g.queue).collect();
+    queues.sort();
+    queues.dedup();
+    if queues.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "group_not_found",
+            format!("consumer group {group} does not exist"),
+        ));
+    }
+    let mut partitions = 0;
+    for q in &queues {
+        partitions += app.engine.seek(group.clone(), q.clone(), None, Some(ts), false).await?;
+    }
+    Ok(Json(json!({"success": true, "consumerGroup": group, "queues": queues, "partitions": partitions}))
+        .into_response())
+}
+
+/// Groups with messages they have not settled, most behind first.
+pub async fn lagging(State(app): State<App>) -> Result<Response, ApiError> {
+    let mut gs = groups_json(&all_groups(&app).await?);
+    gs.retain(|g| g["totalLag"].as_u64().unwrap_or(0) > 0);
+    gs.sort_by_key(|g| std::cmp::Reverse(g["totalLag"].as_u64().unwrap_or(0)));
+    Ok(Json(gs).into_response())
+}
