@@ -9,11 +9,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind an ephemeral port")
-        .local_addr()
-        .unwrap()
-        .port()
+    TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port").local_addr().unwrap().port()
 }
 
 pub struct Server {
@@ -138,5 +134,89 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.kill9();
+    }
+}
+
+// ---- Crash-safety helpers (appended for tests/kill9.rs and tests/recovery.rs). ----
+
+impl Server {
+    /// `<data>/wal`: the write-ahead log's segment files.
+    pub fn wal_dir(&self) -> PathBuf {
+        self.dir.join("wal")
+    }
+
+    /// The WAL segment files (`wal-<20 digits>.log`), oldest first.
+    pub fn wal_segments(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(self.wal_dir())
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                            n.len() == 28
+                                && n.starts_with("wal-")
+                                && n.ends_with(".log")
+                                && n[4..24].bytes().all(|b| b.is_ascii_digit())
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    /// Start again on the same port and directory when start-up is expected to FAIL:
+    /// waits up to `timeout` for the process to exit and returns its status. If it is
+    /// still running then, it is killed and this panics with the log.
+    pub fn restart_expect_exit(&mut self, timeout: Duration) -> ExitStatus {
+        assert!(self.child.is_none(), "stop the server before restarting it");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.with_extension("log"))
+            .expect("open server log");
+        let mut c = Command::new(env!("CARGO_BIN_EXE_baton"))
+            .arg("serve")
+            .arg("--http-addr")
+            .arg(format!("127.0.0.1:{}", self.port))
+            .arg("--data-dir")
+            .arg(&self.dir)
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn baton");
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(st) = c.try_wait().expect("wait") {
+                return st;
+            }
+            if Instant::now() > deadline {
+                let _ = c.kill();
+                let _ = c.wait();
+                panic!(
+                    "baton was expected to refuse to start but was still running after {timeout:?}; log:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+// ---- Kafka helpers (appended for tests/kafka_*.rs). ----
+
+impl Server {
+    /// Start with the Kafka listener on a free port of its own (plus `extra`
+    /// flags); returns the server and that port. The listener is bound before
+    /// HTTP, so it is ready when `start_with` returns.
+    pub fn start_kafka(extra: &[&str]) -> (Server, u16) {
+        let kport = free_port();
+        let addr = format!("127.0.0.1:{kport}");
+        let mut args = vec!["--kafka-addr", addr.as_str(), "--kafka-initial-rebalance-delay-ms", "0"];
+        args.extend_from_slice(extra);
+        (Server::start_with(&args), kport)
     }
 }

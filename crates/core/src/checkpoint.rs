@@ -20,7 +20,7 @@ use crate::store::PartitionFiles;
 use baton_log::{recover as wal_recover, WalConfig, WalError};
 use std::fs::{self, File};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -31,29 +31,41 @@ pub struct Snapshot {
     pub index: u64,
     bytes: Vec<u8>,
     files: Vec<Arc<File>>,
+    dirs: Vec<PathBuf>,
+    graveyard: Vec<PathBuf>,
 }
 
 impl Snapshot {
     /// Serialize the state on the planner thread (the only consistent moment).
     pub fn take(state: &mut State) -> Result<Snapshot, String> {
         let mut files = Vec::new();
+        let mut dirs = Vec::new();
         for p in state.parts.values_mut() {
             if let Some(f) = p.files.as_mut() {
                 p.marks = f.marks();
                 files.extend(f.take_dirty());
+                dirs.extend(f.take_dirty_dir());
             }
         }
+        if !dirs.is_empty() {
+            dirs.push(state.storage.data_dir.join("partitions"));
+        }
+        let graveyard = std::mem::take(&mut state.graveyard);
         let body = bincode::serialize(&*state).map_err(|e| e.to_string())?;
         let mut bytes = Vec::with_capacity(body.len() + 12);
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
         bytes.extend_from_slice(&body);
-        Ok(Snapshot { index: state.applied_index, bytes, files })
+        Ok(Snapshot { index: state.applied_index, bytes, files, dirs, graveyard })
     }
 
     pub fn write(self, dir: &Path) -> Result<(), String> {
         for f in &self.files {
             f.sync_data().map_err(|e| format!("sync partition file: {e}"))?;
+        }
+        // New segment files must survive a power cut as directory entries too.
+        for d in &self.dirs {
+            File::open(d).and_then(|d| d.sync_all()).map_err(|e| format!("sync {}: {e}", d.display()))?;
         }
         let tmp = dir.join("checkpoint.tmp");
         let mut f = File::create(&tmp).map_err(|e| format!("create {}: {e}", tmp.display()))?;
@@ -61,6 +73,13 @@ impl Snapshot {
         f.sync_all().map_err(|e| e.to_string())?;
         fs::rename(&tmp, dir.join(FILE)).map_err(|e| e.to_string())?;
         File::open(dir).and_then(|d| d.sync_all()).map_err(|e| format!("sync data dir: {e}"))?;
+        // Only now, with a durable checkpoint that does not name them, may retired files go.
+        for p in &self.graveyard {
+            let res = if p.is_dir() { fs::remove_dir_all(p) } else { fs::remove_file(p) };
+            if let Err(e) = res {
+                tracing::warn!(path = %p.display(), error = %e, "could not delete a retired file");
+            }
+        }
         Ok(())
     }
 }

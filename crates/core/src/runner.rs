@@ -73,6 +73,7 @@ pub(crate) struct PlannerLoop {
     submitted: u64,
     last_checkpoint: Instant,
     checkpointed_index: u64,
+    checkpoint_busy: Arc<std::sync::atomic::AtomicBool>,
     /// (time, queue) at which long polls of the queue should look again: lease expiries, delayed messages.
     lease_expiries: BinaryHeap<Reverse<(Micros, QueueId)>>,
     frame_entries: Vec<Entry>,
@@ -83,15 +84,17 @@ pub(crate) struct PlannerLoop {
 
 impl PlannerLoop {
     pub(crate) fn new(p: Planner, wal: Arc<WalWriter>, shared: Arc<Shared>, cfg: EngineConfig, submitted: u64) -> Self {
+        let lease_expiries = restored_leases(&p.state);
         PlannerLoop {
             checkpointed_index: p.state.applied_index,
+            checkpoint_busy: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             p,
             wal,
             shared,
             cfg,
             submitted,
             last_checkpoint: Instant::now(),
-            lease_expiries: BinaryHeap::new(),
+            lease_expiries,
             frame_entries: Vec::new(),
             frame_replies: Vec::new(),
             parked: Vec::new(),
@@ -355,12 +358,25 @@ impl PlannerLoop {
         if self.p.state.applied_index == self.checkpointed_index {
             return Ok(());
         }
+        // One checkpoint at a time: they share the temp file, and an older one
+        // renamed after a newer one deleted WAL segments would lose entries.
+        if sync_now {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while self.checkpoint_busy.load(Ordering::Acquire) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        if self.checkpoint_busy.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
         let snap = checkpoint::Snapshot::take(&mut self.p.state)?;
         self.checkpointed_index = snap.index;
         let shared = self.shared.clone();
         let dir = self.cfg.data_dir.clone();
         let wal = self.wal.clone();
+        let busy = self.checkpoint_busy.clone();
         let job = move || -> Result<(), String> {
+            let _done = ClearOnDrop(busy);
             let deadline = Instant::now() + Duration::from_secs(60);
             while shared.durable_index.load(Ordering::Acquire) < snap.index {
                 if shared.failed.lock().is_some() || Instant::now() > deadline {
@@ -385,6 +401,25 @@ impl PlannerLoop {
             });
             Ok(())
         }
+    }
+}
+
+/// Leases restored from disk: long polls must wake when they expire, as for
+/// leases granted by this process.
+fn restored_leases(state: &crate::state::State) -> BinaryHeap<Reverse<(Micros, QueueId)>> {
+    state
+        .parts
+        .values()
+        .flat_map(|p| p.cursors.values().filter_map(move |c| c.lease.as_ref().map(|l| Reverse((l.expires, p.queue)))))
+        .collect()
+}
+
+/// Clears the checkpoint-in-progress flag however the job ends.
+struct ClearOnDrop(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for ClearOnDrop {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 

@@ -235,6 +235,10 @@ pub struct State {
     pub applied_index: u64,
     #[serde(skip)]
     pub storage: StorageConfig,
+    /// Files and directories dropped by retention or queue deletion, deleted
+    /// by the next checkpoint (which no longer names them).
+    #[serde(skip)]
+    pub graveyard: Vec<PathBuf>,
 }
 
 impl State {
@@ -473,7 +477,7 @@ impl State {
                         p.batches.pop_front();
                     }
                     if let Some(f) = p.files.as_mut() {
-                        f.delete_below(start);
+                        self.graveyard.extend(f.retire_below(start));
                     }
                     for c in p.cursors.values_mut() {
                         if c.next < start {
@@ -564,7 +568,7 @@ impl State {
                                 }
                             }
                             if let Some(f) = p.files.as_mut() {
-                                f.remove_all();
+                                self.graveyard.push(f.retire_all());
                             }
                         }
                     }

@@ -34,6 +34,8 @@ pub struct PartitionFiles {
     dir: PathBuf,
     segment_bytes: u64,
     pub segments: Vec<Segment>,
+    /// A segment file was created since the last checkpoint: the directory needs an fsync.
+    dir_dirty: bool,
 }
 
 /// Where a stored batch lives, for readers off the planner thread.
@@ -63,7 +65,7 @@ fn open_rw(path: &Path) -> io::Result<File> {
 impl PartitionFiles {
     pub fn create(dir: PathBuf, segment_bytes: u64) -> io::Result<PartitionFiles> {
         fs::create_dir_all(&dir)?;
-        Ok(PartitionFiles { dir, segment_bytes, segments: Vec::new() })
+        Ok(PartitionFiles { dir, segment_bytes, segments: Vec::new(), dir_dirty: true })
     }
 
     /// Reopen after a crash to exactly the checkpointed marks: later bytes are
@@ -88,7 +90,7 @@ impl PartitionFiles {
             file.set_len(m.len)?;
             segments.push(Segment { base: m.base, file: Arc::new(file), len: m.len, dirty: false });
         }
-        Ok(PartitionFiles { dir, segment_bytes, segments })
+        Ok(PartitionFiles { dir, segment_bytes, segments, dir_dirty: false })
     }
 
     pub fn marks(&self) -> Vec<SegmentMark> {
@@ -105,6 +107,7 @@ impl PartitionFiles {
             let file = open_rw(&seg_path(&self.dir, base))?;
             file.set_len(0)?;
             self.segments.push(Segment { base, file: Arc::new(file), len: 0, dirty: true });
+            self.dir_dirty = true;
         }
         let seg = self.segments.last_mut().expect("a segment exists after rotation");
         seg.file.write_all_at(bytes, seg.len)?;
@@ -119,6 +122,11 @@ impl PartitionFiles {
         Some(ReadSpan { file: self.segments[i].file.clone(), pos, len })
     }
 
+    /// The directory, if a file was created in it since the last call.
+    pub fn take_dirty_dir(&mut self) -> Option<PathBuf> {
+        std::mem::take(&mut self.dir_dirty).then(|| self.dir.clone())
+    }
+
     /// Files to sync at a checkpoint; marks them clean.
     pub fn take_dirty(&mut self) -> Vec<Arc<File>> {
         self.segments
@@ -131,19 +139,23 @@ impl PartitionFiles {
             .collect()
     }
 
-    /// Delete segments that hold only offsets below `start` (never the active one).
-    pub fn delete_below(&mut self, start: u64) {
+    /// Drop segments that hold only offsets below `start` (never the active
+    /// one). Their files are returned, not deleted: the change is not durable
+    /// yet, and the last checkpoint may still name them. The checkpoint that
+    /// no longer names them deletes them.
+    pub fn retire_below(&mut self, start: u64) -> Vec<PathBuf> {
+        let mut out = Vec::new();
         while self.segments.len() > 1 && self.segments[1].base <= start {
             let s = self.segments.remove(0);
-            if let Err(e) = fs::remove_file(seg_path(&self.dir, s.base)) {
-                tracing::warn!(error = %e, "could not delete a retained-out segment");
-            }
+            out.push(seg_path(&self.dir, s.base));
         }
+        out
     }
 
-    pub fn remove_all(&mut self) {
+    /// Drop every segment; returns the directory to delete after the next checkpoint.
+    pub fn retire_all(&mut self) -> PathBuf {
         self.segments.clear();
-        let _ = fs::remove_dir_all(&self.dir);
+        self.dir.clone()
     }
 }
 
@@ -165,8 +177,8 @@ mod tests {
         let mut r = PartitionFiles::restore(dir.clone(), 10, &marks).unwrap();
         assert_eq!(r.marks(), marks);
         assert_eq!(r.segments[1].file.metadata().unwrap().len(), 6);
-        r.delete_below(1);
+        assert_eq!(r.retire_below(1), vec![seg_path(&dir, 0)]);
         assert_eq!(r.segments.len(), 1);
-        assert!(!seg_path(&dir, 0).exists());
+        assert!(seg_path(&dir, 0).exists(), "retired files wait for the checkpoint");
     }
 }

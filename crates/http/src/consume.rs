@@ -100,7 +100,8 @@ async fn pop(
         }
         tokio::select! {
             _ = woken => {}
-            _ = tokio::time::sleep_until(deadline) => return Ok(StatusCode::NO_CONTENT.into_response()),
+            // One last look at the deadline: a lease may have expired without a wake-up reaching us.
+            _ = tokio::time::sleep_until(deadline) => {}
             _ = app.shutdown.triggered() => return Ok(StatusCode::NO_CONTENT.into_response()),
         }
     }
