@@ -697,10 +697,11 @@ async fn fetch_by_offset_reads_records_and_watermarks() {
 
 /// Retention trims whole stored batches older than retentionSeconds (checked
 /// every 100 ms) and deletes segment files that hold only trimmed offsets.
-/// With 1 MiB segments, four ~400 kB batches fill two segments.
+/// With 1 MiB segments, four ~400 kB batches fill two segments. The old
+/// segment's file is deleted by the first checkpoint after the trim (1 s here).
 #[tokio::test]
 async fn retention_moves_log_start_and_deletes_old_segments() {
-    let api = Api::with(&["--partition-segment-mb", "1"]);
+    let api = Api::with(&["--partition-segment-mb", "1", "--checkpoint-interval-secs", "1"]);
     api.configure("ret", json!({"retentionSeconds": 1})).await;
     let big = "r".repeat(400_000);
     for i in 0..4 {
@@ -730,6 +731,10 @@ async fn retention_moves_log_start_and_deletes_old_segments() {
     };
     assert_eq!(e["logStartOffset"], 4, "retention never trimmed: {e}");
     assert!(pushed.elapsed() >= Duration::from_millis(900), "trimmed too early");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while segs().len() > 1 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert_eq!(segs(), ["00000000000000000003.seg"], "the old segment is deleted, the active one kept");
     assert_eq!(api.fetch("ret", "Default", 0).await["error"], "OFFSET_OUT_OF_RANGE");
     api.pop_none("ret", "batch=10").await;
