@@ -4,11 +4,7 @@
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "baton",
-    version,
-    about = "Baton: a durable message broker (Queen-compatible HTTP API)"
-)]
+#[command(name = "baton", version, about = "Baton: a durable message broker (Queen-compatible HTTP API)")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -18,12 +14,18 @@ struct Cli {
 enum Command {
     /// Run one node: HTTP API, write-ahead log, state machine.
     Serve(baton_server::ServeArgs),
+    /// Benchmark a Baton (or start one with --spawn / --quick): produce, consume, fixed rate, ramp.
+    Bench(baton_bench::BenchArgs),
+    /// Verify Baton's guarantees: `pipeline` runs the exactly-once pipeline verifier.
+    Check(baton_check::CheckArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let res = match cli.command {
         Command::Serve(a) => baton_server::serve(a),
+        Command::Bench(a) => baton_bench::run(a),
+        Command::Check(a) => baton_check::run(a),
     };
     if let Err(e) = res {
         eprintln!("baton: {e}");

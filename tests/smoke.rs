@@ -16,31 +16,15 @@ async fn push_pop_ack_round_trip() {
         .await
         .unwrap();
     assert_eq!(r.status(), 201);
-    let r = c
-        .get(s.url("/api/v1/pop/queue/smoke?batch=5&wait=false"))
-        .send()
-        .await
-        .unwrap();
+    let r = c.get(s.url("/api/v1/pop/queue/smoke?batch=5&wait=false")).send().await.unwrap();
     assert_eq!(r.status(), 200);
     let v: Value = r.json().await.unwrap();
     let m = &v["messages"][0];
     assert_eq!(m["data"], json!({"n": 1}));
     let ack =
         json!({"transactionId": "a", "partitionId": m["partitionId"], "leaseId": m["leaseId"], "status": "completed"});
-    let r: Value = c
-        .post(s.url("/api/v1/ack"))
-        .json(&ack)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let r: Value = c.post(s.url("/api/v1/ack")).json(&ack).send().await.unwrap().json().await.unwrap();
     assert_eq!(r[0]["success"], true, "{r}");
-    let r = c
-        .get(s.url("/api/v1/pop/queue/smoke?batch=5&wait=false"))
-        .send()
-        .await
-        .unwrap();
+    let r = c.get(s.url("/api/v1/pop/queue/smoke?batch=5&wait=false")).send().await.unwrap();
     assert_eq!(r.status(), 204);
 }

@@ -66,10 +66,14 @@ async fn full_disk_latches_503_and_loses_no_answered_push() {
     let mut answered = Vec::new();
     let mut failure = None;
     for i in 0..1000 {
-        let items: Vec<Value> = (0..5)
-            .map(|j| json!({"queue": "q", "transactionId": format!("m{i}-{j}"), "payload": payload}))
-            .collect();
-        let r = c.post(format!("http://127.0.0.1:{port}/api/v1/push")).json(&json!({ "items": items })).send().await.unwrap();
+        let items: Vec<Value> =
+            (0..5).map(|j| json!({"queue": "q", "transactionId": format!("m{i}-{j}"), "payload": payload})).collect();
+        let r = c
+            .post(format!("http://127.0.0.1:{port}/api/v1/push"))
+            .json(&json!({ "items": items }))
+            .send()
+            .await
+            .unwrap();
         let status = r.status().as_u16();
         let body: Value = r.json().await.unwrap();
         match status {
@@ -109,7 +113,9 @@ async fn full_disk_latches_503_and_loses_no_answered_push() {
     loop {
         let r: Value = c
             .post(format!("http://127.0.0.1:{port}/api/v1/fetch"))
-            .json(&json!({"entries": [{"queue": "q", "partition": "Default", "offset": offset, "maxBytes": 1_000_000}]}))
+            .json(
+                &json!({"entries": [{"queue": "q", "partition": "Default", "offset": offset, "maxBytes": 1_000_000}]}),
+            )
             .send()
             .await
             .unwrap()

@@ -32,6 +32,28 @@ pub struct ServeArgs {
     /// Messages per pop when the client does not say (Queen's autopilot).
     #[arg(long, env = "BATON_DEFAULT_BATCH", default_value_t = 100)]
     pub default_batch: u32,
+    /// Address of the Kafka wire-protocol listener [default: 127.0.0.1:9092].
+    /// Given explicitly, failing to bind it stops start-up; left to the
+    /// default, a busy 9092 only logs a warning and HTTP serves alone.
+    #[arg(long, env = "BATON_KAFKA_ADDR")]
+    pub kafka_addr: Option<SocketAddr>,
+    /// host:port Kafka clients are told to connect to (Metadata,
+    /// FindCoordinator) [default: the Kafka listen address].
+    #[arg(long, env = "BATON_KAFKA_ADVERTISED_ADDR")]
+    pub kafka_advertised_addr: Option<String>,
+    /// Create unknown topics that Kafka clients name (Metadata, Produce).
+    #[arg(long, env = "BATON_KAFKA_AUTO_CREATE", default_value_t = true, action = clap::ArgAction::Set)]
+    pub kafka_auto_create: bool,
+    /// Partitions of an auto-created topic (and of CreateTopics asking for -1).
+    #[arg(long, env = "BATON_KAFKA_DEFAULT_PARTITIONS", default_value_t = 1)]
+    pub kafka_default_partitions: u32,
+    /// Largest Kafka request frame; a larger length prefix closes the connection.
+    #[arg(long, env = "BATON_KAFKA_MAX_FRAME_BYTES", default_value_t = 100 << 20)]
+    pub kafka_max_frame_bytes: usize,
+    /// Kafka's group.initial.rebalance.delay.ms: a new group's first
+    /// rebalance waits this long for more members.
+    #[arg(long, env = "BATON_KAFKA_INITIAL_REBALANCE_DELAY_MS", default_value_t = 3000)]
+    pub kafka_initial_rebalance_delay_ms: u64,
     /// Log filter (tracing env-filter syntax).
     #[arg(long, env = "BATON_LOG", default_value = "info")]
     pub log: String,
@@ -54,26 +76,72 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         default_batch: a.default_batch.max(1),
         ..Default::default()
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     let eng = engine.clone();
+    let kafka_engine = engine.clone();
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(a.http_addr)
-            .await
-            .map_err(|e| format!("bind {}: {e}", a.http_addr))?;
+        let kafka = start_kafka(&a, kafka_engine).await?;
+        let listener =
+            tokio::net::TcpListener::bind(a.http_addr).await.map_err(|e| format!("bind {}: {e}", a.http_addr))?;
         tracing::info!(addr = %a.http_addr, data = %a.data_dir.display(), "baton serving HTTP");
-        axum::serve(listener, baton_http::router(eng, http))
-            .with_graceful_shutdown(shutdown_signal())
+        let stop = baton_http::Shutdown::default();
+        let trigger = stop.clone();
+        let res = axum::serve(listener, baton_http::router_with_shutdown(eng, http, stop))
+            .with_graceful_shutdown(async move {
+                shutdown_signal().await;
+                // Open long polls answer 204 now instead of holding shutdown for their timeout.
+                trigger.trigger();
+            })
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string());
+        // Stop taking Kafka connections; requests in flight finish or fail
+        // with the engine, as HTTP's do.
+        if let Some(k) = kafka {
+            k.abort();
+        }
+        res
     })?;
     // Answers already planned finish with the group commit in flight; then checkpoint.
     tracing::info!("shutting down: finishing the group commit in flight and checkpointing");
     engine.shutdown();
     rt.shutdown_timeout(Duration::from_secs(5));
     Ok(())
+}
+
+/// Bind and spawn the Kafka listener on this runtime, on the same engine.
+async fn start_kafka(a: &ServeArgs, engine: baton_core::Engine) -> Result<Option<tokio::task::JoinHandle<()>>, String> {
+    let explicit = a.kafka_addr.is_some();
+    let addr = a.kafka_addr.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 9092)));
+    let (host, port) = match &a.kafka_advertised_addr {
+        Some(adv) => {
+            let (h, p) =
+                adv.rsplit_once(':').ok_or_else(|| format!("--kafka-advertised-addr {adv}: expected host:port"))?;
+            let p: u16 = p.parse().map_err(|_| format!("--kafka-advertised-addr {adv}: bad port"))?;
+            (h.trim_start_matches('[').trim_end_matches(']').to_string(), p)
+        }
+        // Port 0 means "the port the listener gets", filled in after binding.
+        None => (addr.ip().to_string(), addr.port()),
+    };
+    let cfg = baton_kafka::KafkaConfig {
+        advertised_host: host,
+        advertised_port: port as i32,
+        auto_create: a.kafka_auto_create,
+        default_partitions: a.kafka_default_partitions.max(1),
+        max_frame_bytes: a.kafka_max_frame_bytes,
+        initial_rebalance_delay: Duration::from_millis(a.kafka_initial_rebalance_delay_ms),
+        ..Default::default()
+    };
+    let server = match baton_kafka::KafkaServer::bind(addr, engine, cfg).await {
+        Ok(s) => s,
+        Err(e) if !explicit => {
+            tracing::warn!(%addr, error = %e, "Kafka listener not started (default address busy); pass --kafka-addr");
+            return Ok(None);
+        }
+        Err(e) => return Err(format!("bind Kafka listener {addr}: {e}")),
+    };
+    let bound = server.local_addr().map_err(|e| e.to_string())?;
+    tracing::info!(addr = %bound, advertised = %server.advertised(), "baton serving Kafka");
+    Ok(Some(tokio::spawn(server.run())))
 }
 
 async fn shutdown_signal() {

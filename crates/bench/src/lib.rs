@@ -1,0 +1,417 @@
+//! `baton bench`: the benchmark driver.
+//!
+//! Workloads run against a [`Target`] (today: Baton over HTTP; later the
+//! systems people would pick instead, behind the same trait):
+//!
+//! * `produce`: closed loop, N workers, each waits for its answer; msg/s and
+//!   per-request latency percentiles.
+//! * `consume`: closed loop, pop a batch then ack it; msg/s.
+//! * `fixed`: open loop at one rate, latency from each request's due instant.
+//! * `ramp`: `fixed` steps at rising rates until p99 exceeds the limit or
+//!   fewer than 97 % of the offered messages are delivered; reports the
+//!   highest rate held.
+//! * `--quick`: a small produce + consume + fixed-rate run against a Baton it
+//!   starts itself; a smoke test of the whole driver in a few seconds.
+//!
+//! Results go to stdout as a markdown table and, with `--json-out`, as one
+//! JSON line per result.
+
+pub mod baton;
+pub mod hist;
+pub mod report;
+pub mod schedule;
+pub mod spawn;
+pub mod target;
+pub mod workload;
+
+use crate::baton::BatonHttp;
+use crate::report::{Params, Row};
+use crate::schedule::{next_rate, step_held};
+use crate::target::Target;
+use crate::workload::{Measured, StepMeasured, Stop};
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Workload {
+    /// Closed-loop push: each worker waits for its 201 before the next request.
+    Produce,
+    /// Closed-loop pop + ack of what is in the queue (or --count messages).
+    Consume,
+    /// Open-loop push at --rate msg/s for --duration seconds.
+    Fixed,
+    /// Open-loop steps from --rate up by --factor until p99 or delivery fails.
+    Ramp,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// What to run (not needed with --quick).
+    #[arg(value_enum, required_unless_present = "quick")]
+    pub workload: Option<Workload>,
+    /// Small produce + consume + fixed-rate run against a Baton started here; finishes in seconds.
+    #[arg(long)]
+    pub quick: bool,
+    /// Base URL of the Baton HTTP API.
+    #[arg(long, default_value = "http://127.0.0.1:6632")]
+    pub url: String,
+    /// Start a Baton of our own (`<exe> serve`) in a temp dir on a free port, instead of --url.
+    #[arg(long)]
+    pub spawn: bool,
+    /// Binary to start with --spawn / --quick (default: this executable).
+    #[arg(long)]
+    pub server_bin: Option<PathBuf>,
+    /// Concurrent workers, one connection each [default: 8; 64 for fixed and ramp].
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Payload bytes per message (printable ASCII, sent as a JSON string).
+    #[arg(long, default_value_t = 256)]
+    pub size: usize,
+    /// Messages per push request; for consume, messages per pop.
+    #[arg(long, default_value_t = 1)]
+    pub batch: u64,
+    /// Stop after this many messages (produce); consume exactly this many (consume).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Seconds: length of a produce run [default 10], of a fixed run [30], of each ramp step [10].
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Partitions ("p0".."pN-1"); producers round-robin over them, consumers pop any.
+    #[arg(long, default_value_t = 8)]
+    pub partitions: u32,
+    /// Queue name.
+    #[arg(long, default_value = "bench")]
+    pub queue: String,
+    /// Append one JSON line per result to this file.
+    #[arg(long)]
+    pub json_out: Option<PathBuf>,
+    /// Free-form label copied into the JSON lines (e.g. "run 2").
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Offered rate of `fixed`, first rate of `ramp`, msg/s.
+    #[arg(long, default_value_t = 1000)]
+    pub rate: u64,
+    /// Rate factor between ramp steps.
+    #[arg(long, default_value_t = 2.0)]
+    pub factor: f64,
+    /// Most ramp steps.
+    #[arg(long, default_value_t = 20)]
+    pub max_steps: u32,
+    /// A step fails when p99 latency exceeds this (ms); also how long a step waits for late answers.
+    #[arg(long, default_value_t = 5000)]
+    pub p99_limit_ms: u64,
+    /// A step fails when fewer than this fraction of the offered messages are delivered
+    /// (answered before the step's end + --drain-ms).
+    #[arg(long, default_value_t = 0.97)]
+    pub min_delivered: f64,
+    /// Open loop: answers arriving this long after a step's end still count as delivered (ms).
+    #[arg(long, default_value_t = 1000)]
+    pub drain_ms: u64,
+    /// Consume: produce this many messages first (with --batch and --workers).
+    #[arg(long)]
+    pub prefill: Option<u64>,
+    /// Consume: long-poll time of each pop, ms; consume --count gives up after this long with no message (×10).
+    #[arg(long, default_value_t = 1000)]
+    pub wait_ms: u64,
+    /// No progress line on stderr.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// Run the benchmark described by `a`; print results; fail if a closed-loop
+/// run saw errors (or, with --quick, if anything at all looks wrong).
+pub fn run(a: BenchArgs) -> Result<(), String> {
+    if a.batch == 0 || a.size == 0 || a.partitions == 0 || a.workers == Some(0) || a.rate == 0 {
+        return Err("--batch, --size, --partitions, --workers and --rate must be positive".into());
+    }
+    if a.factor.is_nan() || a.factor <= 1.0 {
+        return Err("--factor must be greater than 1".into());
+    }
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| format!("tokio runtime: {e}"))?;
+    rt.block_on(run_async(a))
+}
+
+async fn run_async(a: BenchArgs) -> Result<(), String> {
+    let mut spawned = if a.spawn || a.quick {
+        let s = spawn::Spawned::start(a.server_bin.as_deref())?;
+        eprintln!("bench: started baton (pid {}) at {}", s.pid(), s.url);
+        Some(s)
+    } else {
+        None
+    };
+    let url = spawned.as_ref().map_or(a.url.clone(), |s| s.url.clone());
+    let workers = a.workers.unwrap_or(if matches!(a.workload, Some(Workload::Fixed | Workload::Ramp)) && !a.quick {
+        64
+    } else {
+        8
+    });
+    let target = Arc::new(BatonHttp::new(&url, workers.max(8), a.wait_ms)?);
+    if let Err(e) = target.wait_healthy(Duration::from_secs(30)).await {
+        if let Some(s) = spawned.as_mut() {
+            s.check_alive()?;
+            return Err(format!("{e}; log:\n{}", s.log()));
+        }
+        return Err(e.to_string());
+    }
+    target.setup(&a.queue, a.partitions).await?;
+
+    let res = if a.quick {
+        quick(&target, &a).await
+    } else {
+        let wl = a.workload.expect("clap requires a workload without --quick");
+        run_workload(&target, &a, wl, workers).await
+    };
+    let (rows, failure) = match res {
+        Ok(rows) => (rows, None),
+        Err((rows, e)) => (rows, Some(e)),
+    };
+    println!("{}", report::markdown(&rows));
+    if let Some(p) = &a.json_out {
+        report::append_json(p, &rows).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    if let (Some(f), Some(s)) = (&failure, spawned.as_mut()) {
+        if s.check_alive().is_err() {
+            return Err(format!("{f}; server log:\n{}", s.log()));
+        }
+    }
+    failure.map_or(Ok(()), Err)
+}
+
+type Outcome = Result<Vec<Row>, (Vec<Row>, String)>;
+
+fn params(a: &BenchArgs, workers: usize, batch: u64) -> Params {
+    Params {
+        workers,
+        size: a.size,
+        batch,
+        partitions: a.partitions,
+        queue: a.queue.clone(),
+        offered_rate: None,
+        count: None,
+        duration_secs: None,
+    }
+}
+
+fn closed_row<T: Target>(t: &T, workload: &str, p: Params, m: &Measured, label: &Option<String>) -> Row {
+    let mut r = Row {
+        workload: workload.into(),
+        system: t.system().into(),
+        params: p,
+        msgs: m.msgs,
+        secs: m.secs,
+        rate: m.rate(),
+        requests: m.requests,
+        errors: m.errors,
+        p50_us: 0,
+        p99_us: 0,
+        p999_us: 0,
+        max_us: 0,
+        offered: None,
+        answered_late: None,
+        behind: None,
+        held: None,
+        service_p99_us: None,
+        ack_meaning: t.ack_meaning().into(),
+        label: label.clone(),
+        first_error: m.first_error.clone(),
+    };
+    r.set_latency(m.latency.summary());
+    r
+}
+
+fn open_row<T: Target>(t: &T, workload: &str, mut p: Params, m: &StepMeasured, a: &BenchArgs) -> Row {
+    p.offered_rate = Some(m.rate);
+    p.duration_secs = Some(m.secs);
+    let lat = m.latency.summary();
+    let held = step_held(m.offered, m.delivered, lat.p99_us, a.p99_limit_ms * 1000, a.min_delivered);
+    let mut r = Row {
+        workload: workload.into(),
+        system: t.system().into(),
+        params: p,
+        msgs: m.delivered,
+        secs: m.secs,
+        rate: m.delivered as f64 / m.secs,
+        requests: m.service.count(),
+        errors: m.errors,
+        p50_us: 0,
+        p99_us: 0,
+        p999_us: 0,
+        max_us: 0,
+        offered: Some(m.offered),
+        answered_late: Some(m.answered_late),
+        behind: Some(m.behind),
+        held: Some(held),
+        service_p99_us: Some(m.service.summary().p99_us),
+        ack_meaning: t.ack_meaning().into(),
+        label: a.label.clone(),
+        first_error: m.first_error.clone(),
+    };
+    r.set_latency(lat);
+    r
+}
+
+async fn run_workload<T: Target>(t: &Arc<T>, a: &BenchArgs, wl: Workload, workers: usize) -> Outcome {
+    let progress = !a.no_progress;
+    let mut rows = Vec::new();
+    match wl {
+        Workload::Produce => {
+            let stop = match (a.count, a.duration) {
+                (Some(n), _) => Stop::Count(n),
+                (None, d) => Stop::Duration(Duration::from_secs_f64(d.unwrap_or(10.0))),
+            };
+            let m = workload::produce(t.clone(), workers, a.size, a.batch, a.partitions, stop, progress).await;
+            let mut p = params(a, workers, a.batch);
+            match stop {
+                Stop::Count(n) => p.count = Some(n),
+                Stop::Duration(d) => p.duration_secs = Some(d.as_secs_f64()),
+            }
+            rows.push(closed_row(&**t, "produce", p, &m, &a.label));
+        }
+        Workload::Consume => {
+            if let Some(n) = a.prefill {
+                let m = workload::produce(t.clone(), workers, a.size, a.batch, a.partitions, Stop::Count(n), progress)
+                    .await;
+                let mut p = params(a, workers, a.batch);
+                p.count = Some(n);
+                rows.push(closed_row(&**t, "prefill", p, &m, &a.label));
+            }
+            let idle = Duration::from_millis(a.wait_ms.saturating_mul(10));
+            let m = workload::consume(t.clone(), workers, a.batch, a.count, idle, progress).await;
+            let mut p = params(a, workers, a.batch);
+            p.count = a.count;
+            rows.push(closed_row(&**t, "consume", p, &m, &a.label));
+        }
+        Workload::Fixed => {
+            let secs = Duration::from_secs_f64(a.duration.unwrap_or(30.0));
+            let m = workload::open_loop(
+                t.clone(),
+                workers,
+                a.size,
+                a.batch,
+                a.partitions,
+                a.rate,
+                secs,
+                Duration::from_millis(a.drain_ms),
+                Duration::from_millis(a.p99_limit_ms),
+                progress,
+            )
+            .await;
+            rows.push(open_row(&**t, "fixed", params(a, workers, a.batch), &m, a));
+        }
+        Workload::Ramp => {
+            let secs = Duration::from_secs_f64(a.duration.unwrap_or(10.0));
+            let mut rate = a.rate;
+            let mut best: Option<Row> = None;
+            for _ in 0..a.max_steps {
+                let m = workload::open_loop(
+                    t.clone(),
+                    workers,
+                    a.size,
+                    a.batch,
+                    a.partitions,
+                    rate,
+                    secs,
+                    Duration::from_millis(a.drain_ms),
+                    Duration::from_millis(a.p99_limit_ms),
+                    progress,
+                )
+                .await;
+                let row = open_row(&**t, "ramp", params(a, workers, a.batch), &m, a);
+                eprintln!(
+                    "ramp: {rate} msg/s offered, {:.0} delivered, {} answered after the drain, p99 {:.2} ms, {} sent late: {}",
+                    row.rate,
+                    m.answered_late,
+                    row.p99_us as f64 / 1000.0,
+                    m.behind,
+                    if row.held == Some(true) { "held" } else { "not held" }
+                );
+                let held = row.held == Some(true);
+                if held {
+                    best = Some(row.clone());
+                }
+                rows.push(row);
+                if !held {
+                    break;
+                }
+                rate = next_rate(rate, a.factor);
+            }
+            match best {
+                Some(mut b) => {
+                    b.workload = "ramp-max".into();
+                    rows.push(b);
+                }
+                None => return Err((rows, format!("ramp: not even the first rate ({}) held", a.rate))),
+            }
+        }
+    }
+    let closed_errors: u64 = rows.iter().filter(|r| r.held.is_none()).map(|r| r.errors).sum();
+    if closed_errors > 0 {
+        return Err((rows, format!("{closed_errors} requests failed")));
+    }
+    Ok(rows)
+}
+
+/// The `--quick` run: every workload once, small, with its results checked.
+async fn quick<T: Target>(t: &Arc<T>, a: &BenchArgs) -> Outcome {
+    let progress = !a.no_progress;
+    let mut rows = Vec::new();
+    let mut problems = Vec::new();
+
+    let m = workload::produce(t.clone(), 8, a.size, 1, a.partitions, Stop::Count(2000), progress).await;
+    let mut p = params(a, 8, 1);
+    p.count = Some(2000);
+    rows.push(closed_row(&**t, "produce", p, &m, &a.label));
+    let mut produced = m.msgs;
+
+    let m = workload::produce(t.clone(), 4, a.size, 100, a.partitions, Stop::Count(10_000), progress).await;
+    let mut p = params(a, 4, 100);
+    p.count = Some(10_000);
+    rows.push(closed_row(&**t, "produce", p, &m, &a.label));
+    produced += m.msgs;
+    if produced != 12_000 {
+        problems.push(format!("produced {produced} of 12000 messages"));
+    }
+
+    let m = workload::consume(t.clone(), 4, 100, Some(produced), Duration::from_secs(10), progress).await;
+    let mut p = params(a, 4, 100);
+    p.count = Some(produced);
+    rows.push(closed_row(&**t, "consume", p, &m, &a.label));
+    if m.msgs != produced {
+        problems.push(format!("consumed {} of {produced} messages", m.msgs));
+    }
+
+    let m = workload::open_loop(
+        t.clone(),
+        8,
+        a.size,
+        1,
+        a.partitions,
+        500,
+        Duration::from_secs(2),
+        Duration::from_secs(1),
+        Duration::from_secs(5),
+        progress,
+    )
+    .await;
+    let row = open_row(&**t, "fixed", params(a, 8, 1), &m, a);
+    if row.held != Some(true) {
+        problems.push(format!(
+            "fixed 500 msg/s did not hold: {} of {} delivered, p99 {} µs",
+            m.delivered, m.offered, row.p99_us
+        ));
+    }
+    rows.push(row);
+
+    let errors: u64 = rows.iter().map(|r| r.errors).sum();
+    if errors > 0 {
+        problems.push(format!("{errors} requests failed"));
+    }
+    if problems.is_empty() {
+        Ok(rows)
+    } else {
+        Err((rows, format!("quick: {}", problems.join("; "))))
+    }
+}

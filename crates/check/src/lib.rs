@@ -1,0 +1,45 @@
+//! `baton check`: Baton's proofs.
+//!
+//! - `pipeline`: the exactly-once pipeline verifier. A feeder pushes unique
+//!   ids into an input queue, workers pop under a lease and commit one
+//!   transaction per batch (ack the inputs + push the outputs), readers
+//!   consume the output; at the end the whole logs are read back and judged
+//!   ([`history::check`]). Optional fault injection: SIGKILL and restart the
+//!   broker, abandon batches, commit on an expired lease.
+//!
+//! [`client`] is the small HTTP client every check (and the bench) can use.
+
+pub mod broker;
+pub mod client;
+pub mod history;
+pub mod pipeline;
+
+use clap::{Args, Subcommand};
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    #[command(subcommand)]
+    pub cmd: CheckCmd,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CheckCmd {
+    /// Exactly-once pipeline: feed, pop + transform + commit one transaction per
+    /// batch, read the output; then verify no loss, no duplicate, order kept,
+    /// no rolled-back output. Exits non-zero on any violation.
+    Pipeline(pipeline::PipelineArgs),
+}
+
+/// Run a check; `Err` (exit status 1) on any violation or if the run could not be made.
+pub fn run(a: CheckArgs) -> Result<(), String> {
+    match a.cmd {
+        CheckCmd::Pipeline(p) => {
+            let report = pipeline::run(p)?;
+            if report.verdict.ok() {
+                Ok(())
+            } else {
+                Err(format!("check pipeline: {} violation(s)", report.verdict.total_violations()))
+            }
+        }
+    }
+}

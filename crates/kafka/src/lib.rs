@@ -1,0 +1,201 @@
+//! The Kafka wire-protocol front door: Kafka producers, consumers and consumer
+//! groups work against Baton unchanged. A Kafka topic is a Baton queue, Kafka
+//! partition `n` is partition `"n"`, offsets are partition offsets, and a
+//! Kafka consumer group's committed offsets are the Baton group's cursors.
+//!
+//! Owns the listener, framing and protocol shapes (`frame`, `conn`,
+//! `versions`), the per-API handlers, and two pieces of state that live only
+//! in memory and that a restart loses cleanly: the group coordinator
+//! (membership and generations; clients rejoin) and fetch sessions (clients
+//! get FETCH_SESSION_ID_NOT_FOUND and start over). Everything durable goes to
+//! the engine as typed commands; this crate never decides what is stored.
+
+mod conn;
+mod coordinator;
+mod errors;
+mod fetch;
+mod frame;
+mod groups;
+mod handler;
+mod produce;
+mod records;
+mod sessions;
+mod topics;
+mod versions;
+
+pub use frame::{next_frame, parse, FrameError, ParseError, Parsed};
+pub use versions::{render_table, SUPPORTED};
+
+use baton_core::Engine;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+#[derive(Debug, Clone)]
+pub struct KafkaConfig {
+    /// Host and port clients are told to connect to (Metadata, FindCoordinator).
+    pub advertised_host: String,
+    pub advertised_port: i32,
+    /// Create unknown topics named in Metadata (and on Produce) with `default_partitions`.
+    pub auto_create: bool,
+    pub default_partitions: u32,
+    /// Largest request frame; a larger length prefix closes the connection.
+    pub max_frame_bytes: usize,
+    /// Kafka's group.initial.rebalance.delay.ms: how long a new group waits
+    /// for more members before its first generation.
+    pub initial_rebalance_delay: Duration,
+    /// Longest Fetch max_wait_ms honoured, whatever the client asks.
+    pub max_fetch_wait: Duration,
+}
+
+impl Default for KafkaConfig {
+    fn default() -> Self {
+        KafkaConfig {
+            advertised_host: "127.0.0.1".into(),
+            advertised_port: 9092,
+            auto_create: true,
+            default_partitions: 1,
+            max_frame_bytes: 100 << 20,
+            initial_rebalance_delay: Duration::from_millis(3000),
+            max_fetch_wait: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Counters of the Kafka listener (exported by whoever serves metrics).
+#[derive(Default, Debug)]
+pub struct KafkaStats {
+    pub connections: AtomicU64,
+    pub requests: AtomicU64,
+    /// Connections closed for a frame that could not be taken: bad length,
+    /// unknown API key, undecodable version, malformed header or body.
+    pub bad_frames: AtomicU64,
+    pub unsupported_versions: AtomicU64,
+}
+
+impl KafkaStats {
+    pub fn bump(c: &AtomicU64) -> u64 {
+        c.fetch_add(1, Ordering::Relaxed) + 1
+    }
+}
+
+/// Everything a connection needs, shared by all of them.
+pub(crate) struct Ctx {
+    pub engine: Engine,
+    pub cfg: KafkaConfig,
+    pub stats: Arc<KafkaStats>,
+    pub groups: coordinator::Coordinator,
+    pub sessions: sessions::FetchSessions,
+}
+
+/// A bound listener, ready to serve.
+pub struct KafkaServer {
+    listener: TcpListener,
+    ctx: Arc<Ctx>,
+}
+
+impl KafkaServer {
+    /// Bind `addr`. A zero advertised port means "the port we got" (for `:0`).
+    pub async fn bind(addr: SocketAddr, engine: Engine, mut cfg: KafkaConfig) -> std::io::Result<KafkaServer> {
+        let listener = TcpListener::bind(addr).await?;
+        if cfg.advertised_port == 0 {
+            cfg.advertised_port = listener.local_addr()?.port() as i32;
+        }
+        let ctx = Arc::new(Ctx {
+            engine,
+            groups: coordinator::Coordinator::new(cfg.initial_rebalance_delay),
+            sessions: sessions::FetchSessions::new(),
+            cfg,
+            stats: Arc::new(KafkaStats::default()),
+        });
+        Ok(KafkaServer { listener, ctx })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// The host:port clients are told to use.
+    pub fn advertised(&self) -> String {
+        format!("{}:{}", self.ctx.cfg.advertised_host, self.ctx.cfg.advertised_port)
+    }
+
+    pub fn stats(&self) -> Arc<KafkaStats> {
+        self.ctx.stats.clone()
+    }
+
+    /// Accept connections until the task is dropped or aborted.
+    pub async fn run(self) {
+        let _ticker = AbortOnDrop(tokio::spawn(tick_loop(self.ctx.clone())));
+        loop {
+            match self.listener.accept().await {
+                Ok((stream, peer)) => {
+                    KafkaStats::bump(&self.ctx.stats.connections);
+                    let _ = stream.set_nodelay(true);
+                    tokio::spawn(conn::serve(stream, peer, self.ctx.clone()));
+                }
+                Err(e) => {
+                    // Out of descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %e, "kafka: accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+}
+
+/// Stops the clock task when the accept loop is dropped (server shutdown).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Session timeouts, rebalance deadlines and idle fetch sessions are driven
+/// by one coarse clock rather than a timer per member.
+async fn tick_loop(ctx: Arc<Ctx>) {
+    let mut iv = tokio::time::interval(Duration::from_millis(100));
+    iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        iv.tick().await;
+        let now = std::time::Instant::now();
+        ctx.groups.tick(now);
+        ctx.sessions.expire(now);
+    }
+}
+
+/// The fuzz harness's entry (crates/kafka/fuzz): everything a hostile client
+/// can reach without the engine. Cut frames from `data`, decode each, check
+/// Produce batches as the produce path would, and encode the error answer the
+/// connection would send. Must never panic.
+#[doc(hidden)]
+pub fn fuzz_request(data: &[u8]) {
+    use kafka_protocol::messages::RequestKind;
+    let mut buf = bytes::BytesMut::from(data);
+    let mut frames = Vec::new();
+    while let Ok(Some(f)) = frame::next_frame(&mut buf, 1 << 20) {
+        frames.push(f);
+    }
+    // Also the whole input as one frame body, so the decoder sees every byte.
+    frames.push(bytes::Bytes::copy_from_slice(data));
+    for f in frames {
+        let req = match frame::parse(f) {
+            Ok(Parsed::Request(r)) | Ok(Parsed::Unsupported(r)) => r,
+            _ => continue,
+        };
+        if let RequestKind::Produce(p) = &req.body {
+            for t in &p.topic_data {
+                for part in &t.partition_data {
+                    let _ = records::split_batches(part.records.as_deref().unwrap_or_default());
+                }
+            }
+        }
+        if let Some(body) = errors::error_response(&req.body, req.version, errors::UNSUPPORTED_VERSION) {
+            let _ = frame::encode_response(req.header.correlation_id, req.api, req.version, &body);
+        }
+    }
+}
