@@ -72,6 +72,9 @@ pub(crate) struct PlannerLoop {
     /// Index of the last frame handed to the WAL.
     submitted: u64,
     last_checkpoint: Instant,
+    last_writeback: Instant,
+    /// Partition files whose writeback a background thread should start.
+    writeback: std::sync::mpsc::Sender<Vec<Arc<std::fs::File>>>,
     checkpointed_index: u64,
     checkpoint_busy: Arc<std::sync::atomic::AtomicBool>,
     /// (time, queue) at which long polls of the queue should look again: lease expiries, delayed messages.
@@ -94,6 +97,8 @@ impl PlannerLoop {
             cfg,
             submitted,
             last_checkpoint: Instant::now(),
+            last_writeback: Instant::now(),
+            writeback: spawn_writeback(),
             lease_expiries,
             frame_entries: Vec::new(),
             frame_replies: Vec::new(),
@@ -315,6 +320,14 @@ impl PlannerLoop {
     }
 
     fn on_tick(&mut self) {
+        if self.last_writeback.elapsed() >= Duration::from_secs(1) {
+            self.last_writeback = Instant::now();
+            let files: Vec<_> =
+                self.p.state.parts.values_mut().filter_map(|p| p.files.as_mut()?.take_touched()).collect();
+            if !files.is_empty() {
+                let _ = self.writeback.send(files);
+            }
+        }
         let now = wall_micros();
         let mut due = Vec::new();
         while self.lease_expiries.peek().is_some_and(|Reverse((t, _))| *t <= now) {
@@ -402,6 +415,22 @@ impl PlannerLoop {
             Ok(())
         }
     }
+}
+
+/// The thread that starts writeback of partition files every second, off the planner.
+fn spawn_writeback() -> std::sync::mpsc::Sender<Vec<Arc<std::fs::File>>> {
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<Arc<std::fs::File>>>();
+    let spawned = std::thread::Builder::new().name("baton-writeback".into()).spawn(move || {
+        for files in rx {
+            for f in files {
+                crate::store::start_writeback(&f);
+            }
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "no writeback thread: checkpoints will write partition data in one burst");
+    }
+    tx
 }
 
 /// Leases restored from disk: long polls must wake when they expire, as for

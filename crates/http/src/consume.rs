@@ -107,45 +107,93 @@ async fn pop(
     }
 }
 
+/// A delivered message as Queen's client reads it; serialized from borrowed
+/// fields (a JSON tree per message was the pop path's main cost).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PopMessage<'a> {
+    id: uuid::Uuid,
+    transaction_id: std::borrow::Cow<'a, str>,
+    trace_id: Option<()>,
+    data: Box<serde_json::value::RawValue>,
+    created_at: String,
+    partition_id: uuid::Uuid,
+    partition: &'a str,
+    queue: &'a str,
+    lease_id: Option<uuid::Uuid>,
+    consumer_group: &'a str,
+    retry_count: u32,
+    delivery_attempt: u32,
+    offset: u64,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PopAnswer<'a> {
+    success: bool,
+    queue: &'a str,
+    partition: &'a str,
+    partition_id: uuid::Uuid,
+    lease_id: Option<uuid::Uuid>,
+    lease_expires_at: Option<String>,
+    consumer_group: &'a str,
+    partitions_claimed: u32,
+    messages: Vec<PopMessage<'a>>,
+}
+
 fn render_pop(r: PopResult) -> Result<Response, ApiError> {
     let want: std::collections::HashMap<u64, u32> = r.messages.iter().copied().collect();
     let recs = read_records(&r.spans, |o| want.contains_key(&o))
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?;
-    let pid = partition_uuid(r.part).to_string();
-    let lease = r.lease.map(|l| baton_core::lease_uuid(l).to_string());
-    let messages: Vec<_> = recs
+    let pid = partition_uuid(r.part);
+    let lease = r.lease.map(baton_core::lease_uuid);
+    // Records of one batch share a timestamp: format it once.
+    let mut last_ts: Option<(i64, String)> = None;
+    let messages: Vec<PopMessage> = recs
         .iter()
         .map(|m| {
             let attempt = want.get(&m.offset).copied().unwrap_or(1);
-            json!({
-                "id": message_uuid(r.part, m.offset).to_string(),
-                "transactionId": m.txid.clone().unwrap_or_else(|| format!("{}-{}", r.partition, m.offset)),
-                "traceId": null,
-                "data": payload_json(m.value.as_deref()),
-                "createdAt": iso_ms(m.timestamp_ms),
-                "partitionId": pid,
-                "partition": r.partition,
-                "queue": r.queue,
-                "leaseId": lease,
-                "consumerGroup": r.group,
-                "retryCount": attempt - 1,
-                "deliveryAttempt": attempt,
-                "offset": m.offset,
-            })
+            let created_at = match &last_ts {
+                Some((t, s)) if *t == m.timestamp_ms => s.clone(),
+                _ => {
+                    let s = iso_ms(m.timestamp_ms);
+                    last_ts = Some((m.timestamp_ms, s.clone()));
+                    s
+                }
+            };
+            PopMessage {
+                id: message_uuid(r.part, m.offset),
+                transaction_id: match &m.txid {
+                    Some(t) => std::borrow::Cow::Borrowed(t.as_str()),
+                    None => std::borrow::Cow::Owned(format!("{}-{}", r.partition, m.offset)),
+                },
+                trace_id: None,
+                data: payload_json(m.value.as_deref()),
+                created_at,
+                partition_id: pid,
+                partition: &r.partition,
+                queue: &r.queue,
+                lease_id: lease,
+                consumer_group: &r.group,
+                retry_count: attempt - 1,
+                delivery_attempt: attempt,
+                offset: m.offset,
+            }
         })
         .collect();
-    Ok(Json(json!({
-        "success": true,
-        "queue": r.queue,
-        "partition": r.partition,
-        "partitionId": pid,
-        "leaseId": lease,
-        "leaseExpiresAt": r.lease.map(|_| iso_us(r.lease_expires)),
-        "consumerGroup": r.group,
-        "partitionsClaimed": 1,
-        "messages": messages,
-    }))
-    .into_response())
+    let body = serde_json::to_vec(&PopAnswer {
+        success: true,
+        queue: &r.queue,
+        partition: &r.partition,
+        partition_id: pid,
+        lease_id: lease,
+        lease_expires_at: r.lease.map(|_| iso_us(r.lease_expires)),
+        consumer_group: &r.group,
+        partitions_claimed: 1,
+        messages,
+    })
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "render_failed", e.to_string()))?;
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 #[derive(Deserialize)]
@@ -192,7 +240,19 @@ pub(crate) fn ack_item(i: usize, a: &AckBody) -> Result<AckItem, ApiError> {
     Ok(AckItem { part, txid: a.transaction_id.clone(), offset: a.offset, lease, status, error: a.error.clone() })
 }
 
-async fn do_ack(app: &App, group: Option<String>, acks: &[AckBody]) -> Result<Vec<serde_json::Value>, ApiError> {
+/// One ack's answer (Queen reads `success` and `error`).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AckAnswer {
+    index: usize,
+    transaction_id: Option<String>,
+    success: bool,
+    error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<&'static str>,
+}
+
+async fn do_ack(app: &App, group: Option<String>, acks: &[AckBody]) -> Result<Vec<AckAnswer>, ApiError> {
     if acks.is_empty() {
         return Err(ApiError::bad("empty_items", "acknowledgments must hold at least one item"));
     }
@@ -203,9 +263,14 @@ async fn do_ack(app: &App, group: Option<String>, acks: &[AckBody]) -> Result<Ve
         .into_iter()
         .zip(acks)
         .enumerate()
-        .map(|(i, (r, a))| match r {
-            Ok(()) => json!({"index": i, "transactionId": a.transaction_id, "success": true, "error": null}),
-            Err(e) => json!({"index": i, "transactionId": a.transaction_id, "success": false, "error": e.message, "code": e.code}),
+        .map(|(index, (r, a))| {
+            let transaction_id = a.transaction_id.clone();
+            match r {
+                Ok(()) => AckAnswer { index, transaction_id, success: true, error: None, code: None },
+                Err(e) => {
+                    AckAnswer { index, transaction_id, success: false, error: Some(e.message), code: Some(e.code) }
+                }
+            }
         })
         .collect())
 }
