@@ -10,6 +10,26 @@ use serde::de::DeserializeOwned;
 
 pub struct JsonBody<T>(pub T);
 
+/// The raw body, read with the size limit (413 past it); parse it with [`parse`]
+/// to borrow strings from it.
+pub struct RawBody(pub axum::body::Bytes);
+
+impl FromRequest<App> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &App) -> Result<Self, Self::Rejection> {
+        let limit = state.cfg.max_body_bytes;
+        let bytes = axum::body::to_bytes(req.into_body(), limit).await.map_err(|_| {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!("request body is larger than {limit} bytes"),
+            )
+        })?;
+        Ok(RawBody(bytes))
+    }
+}
+
 impl<T: DeserializeOwned> FromRequest<App> for JsonBody<T> {
     type Rejection = ApiError;
 
@@ -26,7 +46,8 @@ impl<T: DeserializeOwned> FromRequest<App> for JsonBody<T> {
     }
 }
 
-pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+/// Parse JSON, borrowing strings from `bytes` where the type allows it.
+pub fn parse<'a, T: serde::Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, ApiError> {
     if bytes.is_empty() {
         return Err(ApiError::bad("empty_body", "request body is empty; a JSON object is required"));
     }

@@ -2,7 +2,7 @@
 //! Items are grouped per (queue, partition) and encoded as RecordBatch v2 here,
 //! on the connection task, so the planner only patches an offset.
 
-use crate::body::JsonBody;
+use crate::body::{parse, RawBody};
 use crate::error::ApiError;
 use crate::App;
 use axum::extract::State;
@@ -12,38 +12,44 @@ use axum::Json;
 use baton_core::{message_uuid, partition_uuid, PushGroup, PushRecord, PushStatus, DEFAULT_PARTITION};
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 pub const MAX_ITEMS: usize = 100_000;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PushBody {
-    items: Vec<PushItem>,
+pub struct PushBody<'a> {
+    #[serde(borrow)]
+    items: Vec<PushItem<'a>>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PushItem {
-    queue: String,
-    #[serde(default)]
-    partition: Option<String>,
-    #[serde(default)]
-    transaction_id: Option<String>,
+/// Strings borrow from the request body (they own only when JSON escapes
+/// force it): at 100 items a request, per-item allocations dominated.
+pub struct PushItem<'a> {
+    #[serde(borrow)]
+    queue: Cow<'a, str>,
+    #[serde(default, borrow)]
+    partition: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    transaction_id: Option<Cow<'a, str>>,
     /// `"payload": null` is a message whose payload is JSON null (Queen sends
     /// it for `{"data": None}`); only a missing payload is an error.
-    #[serde(default, deserialize_with = "present")]
-    payload: Option<Box<RawValue>>,
-    #[serde(default, deserialize_with = "present")]
-    data: Option<Box<RawValue>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    payload: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    data: Option<&'a RawValue>,
 }
 
 /// A field that is present, null included (plain `Option` would read null as absent).
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
-    Box::<RawValue>::deserialize(d).map(Some)
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&'de RawValue>::deserialize(d).map(Some)
 }
 
-pub async fn push(State(app): State<App>, JsonBody(body): JsonBody<PushBody>) -> Result<Response, ApiError> {
+pub async fn push(State(app): State<App>, RawBody(raw): RawBody) -> Result<Response, ApiError> {
+    let body: PushBody = parse(&raw)?;
     if body.items.is_empty() {
         return Err(ApiError::bad("empty_items", "items must hold at least one item"));
     }
@@ -114,11 +120,11 @@ impl<'a> From<&'a baton_core::PushResult> for PushAnswer<'a> {
     }
 }
 
-pub(crate) fn build_groups(app: &App, items: Vec<PushItem>) -> Result<Vec<PushGroup>, ApiError> {
+pub(crate) fn build_groups(app: &App, items: Vec<PushItem<'_>>) -> Result<Vec<PushGroup>, ApiError> {
     let max = app.cfg.max_payload_bytes;
-    let mut order: Vec<(String, String)> = Vec::new();
-    let mut by_key: HashMap<(String, String), (Vec<usize>, Vec<PushRecord>)> = HashMap::new();
-    for (i, it) in items.into_iter().enumerate() {
+    let mut order: Vec<(&str, &str)> = Vec::new();
+    let mut by_key: HashMap<(&str, &str), (Vec<usize>, Vec<PushRecord>)> = HashMap::new();
+    for (i, it) in items.iter().enumerate() {
         if it.queue.is_empty() {
             return Err(ApiError::bad("missing_field", format!("items[{i}].queue is empty")));
         }
@@ -139,7 +145,7 @@ pub(crate) fn build_groups(app: &App, items: Vec<PushItem>) -> Result<Vec<PushGr
                 format!("items[{i}].payload is {} bytes; the limit is {max}", bytes.len()),
             ));
         }
-        let (txid, client_txid) = match it.transaction_id {
+        let (txid, client_txid) = match it.transaction_id.as_deref() {
             Some(t) if !t.is_empty() => {
                 if t.len() > 256 {
                     return Err(ApiError::bad(
@@ -147,15 +153,15 @@ pub(crate) fn build_groups(app: &App, items: Vec<PushItem>) -> Result<Vec<PushGr
                         format!("items[{i}].transactionId is longer than 256 bytes"),
                     ));
                 }
-                (t, true)
+                (t.to_string(), true)
             }
             _ => (uuid::Uuid::now_v7().to_string(), false),
         };
-        let partition = it.partition.unwrap_or_else(|| DEFAULT_PARTITION.to_string());
-        baton_core::valid_name(&partition)
+        let partition = it.partition.as_deref().unwrap_or(DEFAULT_PARTITION);
+        baton_core::valid_name(partition)
             .map_err(|m| ApiError::bad("invalid_partition", format!("items[{i}].partition: {m}")))?;
-        let key = (it.queue, partition);
-        let slot = by_key.entry(key.clone()).or_insert_with(|| {
+        let key = (it.queue.as_ref(), partition);
+        let slot = by_key.entry(key).or_insert_with(|| {
             order.push(key);
             (Vec::new(), Vec::new())
         });
@@ -169,7 +175,7 @@ pub(crate) fn build_groups(app: &App, items: Vec<PushItem>) -> Result<Vec<PushGr
         let recs: Vec<_> =
             records.iter().map(|r| baton_wire::NewRecord { key: None, value: &r.value, txid: Some(&r.txid) }).collect();
         let batch = baton_wire::encode_batch(&recs, now_ms).map_err(|e| ApiError::bad("bad_payload", e.to_string()))?;
-        groups.push(PushGroup { queue: key.0, partition: key.1, indexes, records, batch });
+        groups.push(PushGroup { queue: key.0.to_string(), partition: key.1.to_string(), indexes, records, batch });
     }
     Ok(groups)
 }

@@ -26,16 +26,17 @@ struct OpType {
 }
 
 #[derive(Deserialize)]
-struct PushOp {
-    items: Vec<PushItem>,
+struct PushOp<'a> {
+    #[serde(borrow)]
+    items: Vec<PushItem<'a>>,
 }
 
-enum Operation {
+enum Operation<'a> {
     Ack(Box<AckBody>),
-    Push { items: Vec<PushItem> },
+    Push { items: Vec<PushItem<'a>> },
 }
 
-fn parse_op(i: usize, raw: &RawValue) -> Result<Operation, ApiError> {
+fn parse_op(i: usize, raw: &RawValue) -> Result<Operation<'_>, ApiError> {
     let bad = |e: serde_json::Error| ApiError::bad("invalid_request", format!("operations[{i}]: {e}"));
     let t: OpType = serde_json::from_str(raw.get()).map_err(bad)?;
     match t.kind.as_str() {
