@@ -120,10 +120,13 @@ impl<'a> From<&'a baton_core::PushResult> for PushAnswer<'a> {
     }
 }
 
+/// The items of one (queue, partition): their request indexes and records.
+type Slot = (Vec<usize>, Vec<PushRecord>);
+
 pub(crate) fn build_groups(app: &App, items: Vec<PushItem<'_>>) -> Result<Vec<PushGroup>, ApiError> {
     let max = app.cfg.max_payload_bytes;
     let mut order: Vec<(&str, &str)> = Vec::new();
-    let mut by_key: HashMap<(&str, &str), (Vec<usize>, Vec<PushRecord>)> = HashMap::new();
+    let mut by_key: HashMap<(&str, &str), Slot> = HashMap::new();
     for (i, it) in items.iter().enumerate() {
         if it.queue.is_empty() {
             return Err(ApiError::bad("missing_field", format!("items[{i}].queue is empty")));
