@@ -29,14 +29,14 @@ const MAGIC: &[u8; 8] = b"BATNCKP1";
 
 pub struct Snapshot {
     pub index: u64,
-    bytes: Vec<u8>,
+    state: Box<State>,
     files: Vec<Arc<File>>,
     dirs: Vec<PathBuf>,
     graveyard: Vec<PathBuf>,
 }
 
 impl Snapshot {
-    /// Serialize the state on the planner thread (the only consistent moment).
+    /// Copy the state on the planner thread (the only consistent moment); it is serialized later, off it.
     pub fn take(state: &mut State) -> Result<Snapshot, String> {
         let mut files = Vec::new();
         let mut dirs = Vec::new();
@@ -51,15 +51,17 @@ impl Snapshot {
             dirs.push(state.storage.data_dir.join("partitions"));
         }
         let graveyard = std::mem::take(&mut state.graveyard);
-        let body = bincode::serialize(&*state).map_err(|e| e.to_string())?;
+        let copy = Box::new(state.clone());
+        Ok(Snapshot { index: state.applied_index, state: copy, files, dirs, graveyard })
+    }
+
+    /// Serialize (here, off the planner) and write the snapshot atomically.
+    pub fn write(self, dir: &Path) -> Result<(), String> {
+        let body = bincode::serialize(&*self.state).map_err(|e| e.to_string())?;
         let mut bytes = Vec::with_capacity(body.len() + 12);
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
         bytes.extend_from_slice(&body);
-        Ok(Snapshot { index: state.applied_index, bytes, files, dirs, graveyard })
-    }
-
-    pub fn write(self, dir: &Path) -> Result<(), String> {
         for f in &self.files {
             f.sync_data().map_err(|e| format!("sync partition file: {e}"))?;
         }
@@ -69,7 +71,7 @@ impl Snapshot {
         }
         let tmp = dir.join("checkpoint.tmp");
         let mut f = File::create(&tmp).map_err(|e| format!("create {}: {e}", tmp.display()))?;
-        f.write_all(&self.bytes).map_err(|e| e.to_string())?;
+        f.write_all(&bytes).map_err(|e| e.to_string())?;
         f.sync_all().map_err(|e| e.to_string())?;
         fs::rename(&tmp, dir.join(FILE)).map_err(|e| e.to_string())?;
         File::open(dir).and_then(|d| d.sync_all()).map_err(|e| format!("sync data dir: {e}"))?;

@@ -382,7 +382,13 @@ impl PlannerLoop {
         if self.checkpoint_busy.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        let started = Instant::now();
         let snap = checkpoint::Snapshot::take(&mut self.p.state)?;
+        tracing::info!(
+            index = snap.index,
+            planner_us = started.elapsed().as_micros() as u64,
+            "checkpoint snapshot taken"
+        );
         self.checkpointed_index = snap.index;
         let shared = self.shared.clone();
         let dir = self.cfg.data_dir.clone();

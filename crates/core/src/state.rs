@@ -96,6 +96,30 @@ pub struct Partition {
     pub durable: Arc<AtomicU64>,
 }
 
+/// A copy for a checkpoint: the file handles are not copied (the copy is
+/// only ever serialized), the durable watermark is shared.
+impl Clone for Partition {
+    fn clone(&self) -> Self {
+        Partition {
+            id: self.id,
+            queue: self.queue,
+            name: self.name.clone(),
+            created: self.created,
+            start: self.start,
+            end: self.end,
+            batches: self.batches.clone(),
+            txids: self.txids.clone(),
+            cursors: self.cursors.clone(),
+            dedup: self.dedup.clone(),
+            dedup_order: self.dedup_order.clone(),
+            marks: self.marks.clone(),
+            producers: self.producers.clone(),
+            files: None,
+            durable: self.durable.clone(),
+        }
+    }
+}
+
 impl Partition {
     pub fn batch_index(&self, offset: u64) -> Option<usize> {
         if offset < self.start || offset >= self.end {
@@ -182,7 +206,7 @@ pub struct ProducerState {
 /// Batches per producer remembered for duplicate detection (Kafka keeps 5).
 pub const PRODUCER_WINDOW: usize = 5;
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Queue {
     pub id: QueueId,
     pub name: String,
@@ -211,7 +235,10 @@ pub struct StorageConfig {
 #[error("apply failed: {0}")]
 pub struct ApplyError(pub String);
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// `Clone` exists for checkpoints: cloning is mostly memcpy of plain-data
+/// collections and takes the planner a few milliseconds, where serializing
+/// the same state took it over a hundred; serialization then runs off-thread.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct State {
     pub queues: HashMap<QueueId, Queue>,
     pub queue_ids: HashMap<String, QueueId>,
