@@ -6,49 +6,10 @@
 
 mod common;
 
-use common::Server;
+use common::api::{read, Api};
 use serde_json::{json, Value};
-use std::time::Duration;
-
-struct Api {
-    s: Server,
-    c: reqwest::Client,
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder().timeout(Duration::from_secs(20)).build().expect("http client")
-}
-
-/// A body as JSON; `Null` for an empty body. Panics on a non-JSON body, since
-/// every answer of the API but /metrics is JSON.
-async fn read(r: reqwest::Response) -> (u16, Value) {
-    let status = r.status().as_u16();
-    let bytes = r.bytes().await.expect("read body");
-    if bytes.is_empty() {
-        return (status, Value::Null);
-    }
-    let v = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|e| panic!("status {status}: body is not JSON ({e}): {}", String::from_utf8_lossy(&bytes)));
-    (status, v)
-}
 
 impl Api {
-    fn start() -> Api {
-        Self::with(&[])
-    }
-
-    fn with(args: &[&str]) -> Api {
-        Api { s: Server::start_with(args), c: client() }
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        read(self.c.get(self.s.url(path)).send().await.expect("GET")).await
-    }
-
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        read(self.c.post(self.s.url(path)).json(&body).send().await.expect("POST")).await
-    }
-
     /// POST raw bytes, with the given content type or none at all.
     async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>, ct: Option<&str>) -> (u16, Value) {
         let mut rb = self.c.post(self.s.url(path)).body(body);

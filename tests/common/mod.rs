@@ -5,6 +5,8 @@
 
 use std::net::TcpListener;
 use std::path::PathBuf;
+pub mod api;
+
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 

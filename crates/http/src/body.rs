@@ -34,14 +34,7 @@ impl<T: DeserializeOwned> FromRequest<App> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &App) -> Result<Self, Self::Rejection> {
-        let limit = state.cfg.max_body_bytes;
-        let bytes = axum::body::to_bytes(req.into_body(), limit).await.map_err(|_| {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                format!("request body is larger than {limit} bytes"),
-            )
-        })?;
+        let RawBody(bytes) = RawBody::from_request(req, state).await?;
         parse(&bytes).map(JsonBody)
     }
 }
@@ -73,10 +66,7 @@ impl<T: DeserializeOwned> FromRequest<App> for OptionalJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &App) -> Result<Self, Self::Rejection> {
-        let limit = state.cfg.max_body_bytes;
-        let bytes = axum::body::to_bytes(req.into_body(), limit)
-            .await
-            .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", "request body too large"))?;
+        let RawBody(bytes) = RawBody::from_request(req, state).await?;
         if bytes.iter().all(|b| b.is_ascii_whitespace()) {
             return Ok(OptionalJson(None));
         }
