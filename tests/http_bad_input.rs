@@ -19,27 +19,12 @@ impl Api {
         read(rb.send().await.expect("POST raw")).await
     }
 
-    async fn push(&self, queue: &str, partition: &str, n: usize) -> Value {
+    async fn push_count(&self, queue: &str, partition: &str, n: usize) -> Value {
         let items: Vec<Value> =
             (0..n).map(|i| json!({"queue": queue, "partition": partition, "payload": {"n": i}})).collect();
         let (st, v) = self.post("/api/v1/push", json!({ "items": items })).await;
         assert_eq!(st, 201, "{v}");
         v
-    }
-
-    async fn pop(&self, queue: &str, query: &str) -> (u16, Value) {
-        self.get(&format!("/api/v1/pop/queue/{queue}?wait=false&{query}")).await
-    }
-
-    async fn metric(&self, name: &str) -> f64 {
-        let text =
-            self.c.get(self.s.url("/metrics")).send().await.expect("GET /metrics").text().await.expect("metrics text");
-        text.lines()
-            .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(' ')))
-            .unwrap_or_else(|| panic!("{name} missing from /metrics"))
-            .trim()
-            .parse()
-            .expect("metric value")
     }
 
     /// Everything a bad request must leave alone: queues (with their
@@ -77,7 +62,7 @@ fn lease_uuid(id: u64) -> String {
 /// lease exist): the state every bad request below must leave as it is.
 async fn seeded() -> (Api, Value) {
     let api = Api::start();
-    api.push("q", "Default", 1).await;
+    api.push_count("q", "Default", 1).await;
     let (st, popped) = api.pop("q", "batch=1").await;
     assert_eq!(st, 200, "{popped}");
     (api, popped["messages"][0].clone())
@@ -229,7 +214,7 @@ async fn oversized_body_is_413_and_changes_nothing() {
 #[tokio::test]
 async fn oversized_payload_is_413_and_stores_nothing_of_the_request() {
     let api = Api::with(&["--max-payload-bytes", "100"]);
-    api.push("p", "Default", 1).await;
+    api.push_count("p", "Default", 1).await;
     let before = api.snapshot().await;
     // 98 x's in quotes is exactly 100 bytes of JSON; 99 is one too many.
     let ok = "x".repeat(98);
@@ -261,7 +246,7 @@ async fn oversized_payload_is_413_and_stores_nothing_of_the_request() {
 #[tokio::test]
 async fn bad_partition_and_queue_names_are_400_and_store_nothing() {
     let api = Api::start();
-    api.push("named", "Default", 1).await;
+    api.push_count("named", "Default", 1).await;
     let before = api.snapshot().await;
     let long = "p".repeat(300);
     for (queue, partition) in [
@@ -413,7 +398,7 @@ async fn huge_durations_are_400_and_the_engine_survives() {
     assert_err(&api.post(&path, json!({ "seconds": huge })).await, 400, "invalid_lease_seconds");
     assert_eq!(api.snapshot().await, before);
     // The engine still plans: a push and the pending ack both work.
-    api.push("q", "Default", 1).await;
+    api.push_count("q", "Default", 1).await;
     seeded_message_intact(&api, &m).await;
 }
 

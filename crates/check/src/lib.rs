@@ -9,6 +9,7 @@
 //!
 //! [`client`] is the small HTTP client every check (and the bench) can use.
 
+mod actors;
 pub mod broker;
 pub mod client;
 pub mod history;
