@@ -43,14 +43,10 @@ impl Server {
         s
     }
 
-    fn spawn(&mut self) {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.with_extension("log"))
-            .expect("open server log");
-        let child = Command::new(env!("CARGO_BIN_EXE_baton"))
-            .arg("serve")
+    /// `baton serve` on this server's port and directory, stderr to `log`.
+    fn command(&self, log: std::fs::File) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_baton"));
+        c.arg("serve")
             .arg("--http-addr")
             .arg(format!("127.0.0.1:{}", self.port))
             .arg("--data-dir")
@@ -58,9 +54,17 @@ impl Server {
             .args(&self.args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("spawn baton");
+            .stderr(log);
+        c
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.with_extension("log"))
+            .expect("open server log");
+        let child = self.command(log).spawn().expect("spawn baton");
         self.child = Some(child);
         self.wait_healthy();
     }
@@ -178,18 +182,7 @@ impl Server {
             .append(true)
             .open(self.dir.with_extension("log"))
             .expect("open server log");
-        let mut c = Command::new(env!("CARGO_BIN_EXE_baton"))
-            .arg("serve")
-            .arg("--http-addr")
-            .arg(format!("127.0.0.1:{}", self.port))
-            .arg("--data-dir")
-            .arg(&self.dir)
-            .args(&self.args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("spawn baton");
+        let mut c = self.command(log).spawn().expect("spawn baton");
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(st) = c.try_wait().expect("wait") {
