@@ -107,6 +107,9 @@ fn load(dir: &Path) -> Result<Option<State>, String> {
 pub fn recover(storage: StorageConfig, wal: &WalConfig) -> Result<(State, u64), String> {
     fs::create_dir_all(&storage.data_dir).map_err(|e| format!("create {}: {e}", storage.data_dir.display()))?;
     let mut state = load(&storage.data_dir)?.unwrap_or_default();
+    for p in state.parts.values_mut() {
+        p.rebuild_dedup();
+    }
     state.next_lease = state.next_lease.max(1);
     state.storage = storage.clone();
     let parts_dir = storage.data_dir.join("partitions");

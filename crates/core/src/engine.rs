@@ -54,6 +54,10 @@ pub struct Counters {
     pub acked: AtomicU64,
     pub entries: AtomicU64,
     pub checkpoints: AtomicU64,
+    /// Transactions committed (POST /api/v1/transaction answered success).
+    pub txns: AtomicU64,
+    /// Requests the planner judged (reads included).
+    pub commands: AtomicU64,
 }
 
 pub struct Shared {

@@ -3,6 +3,7 @@
 //! doors hand it typed commands (see `command`).
 
 pub mod checkpoint;
+pub mod chunked;
 pub mod command;
 pub mod engine;
 pub mod entry;

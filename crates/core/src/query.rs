@@ -127,7 +127,7 @@ pub fn run(state: &State, q: Query) -> QueryResult {
         }
         Query::Message { part, txid } => QueryResult::Message(state.parts.get(&part).and_then(|p| {
             let h = txid_hash(&txid);
-            let i = p.txids.iter().rposition(|x| *x == h)?;
+            let i = p.txids.len() - 1 - p.txids.iter().rev().position(|x| *x == h)?;
             let offset = p.start + i as u64;
             if offset >= p.durable_end() {
                 return None;

@@ -127,6 +127,7 @@ impl PlannerLoop {
                     }
                     self.handle(c);
                     n += 1;
+                    self.shared.counters.commands.fetch_add(1, Ordering::Relaxed);
                     if n >= 4096 {
                         break;
                     }
@@ -283,6 +284,9 @@ impl PlannerLoop {
             }
             Cmd::Txn(t, reply) => {
                 let res = self.p.transaction(t);
+                if matches!(res, Ok(crate::txn::TxnOutcome::Committed(_))) {
+                    self.shared.counters.txns.fetch_add(1, Ordering::Relaxed);
+                }
                 self.settle(deferred(reply, res));
             }
             Cmd::Produce(r, reply) => {

@@ -15,6 +15,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::chunked::Chunked;
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BatchMeta {
     pub base: u64,
@@ -79,13 +81,18 @@ pub struct Partition {
     pub start: u64,
     /// Next offset to assign (planned, not necessarily durable).
     pub end: u64,
-    pub batches: VecDeque<BatchMeta>,
+    pub batches: Chunked<BatchMeta>,
     /// Transaction-id hash of every stored offset, so acks by transaction id
     /// find their offset without reading the data.
-    pub txids: VecDeque<u64>,
+    pub txids: Chunked<u64>,
     pub cursors: HashMap<GroupId, Cursor>,
+    /// Index of `dedup_order` (hash -> expiry of its latest push). Not in
+    /// checkpoints, not in their copies: rebuilt from `dedup_order` on load
+    /// ([`Partition::rebuild_dedup`]), so a checkpoint never copies a hash map
+    /// that grows with the messages stored.
+    #[serde(skip)]
     pub dedup: HashMap<u64, Micros>,
-    pub dedup_order: VecDeque<(Micros, u64)>,
+    pub dedup_order: Chunked<(Micros, u64)>,
     pub marks: Vec<SegmentMark>,
     /// Idempotent Kafka producers: epoch and their last few batches.
     pub producers: HashMap<i64, ProducerState>,
@@ -96,8 +103,10 @@ pub struct Partition {
     pub durable: Arc<AtomicU64>,
 }
 
-/// A copy for a checkpoint: the file handles are not copied (the copy is
-/// only ever serialized), the durable watermark is shared.
+/// A copy for a checkpoint: the file handles and the dedup index are not
+/// copied (the copy is only ever serialized, and neither is serialized), the
+/// durable watermark is shared. Per-message arrays are chunked, so this is
+/// cheap on the planner thread however many messages are stored.
 impl Clone for Partition {
     fn clone(&self) -> Self {
         Partition {
@@ -110,7 +119,7 @@ impl Clone for Partition {
             batches: self.batches.clone(),
             txids: self.txids.clone(),
             cursors: self.cursors.clone(),
-            dedup: self.dedup.clone(),
+            dedup: HashMap::new(),
             dedup_order: self.dedup_order.clone(),
             marks: self.marks.clone(),
             producers: self.producers.clone(),
@@ -121,6 +130,12 @@ impl Clone for Partition {
 }
 
 impl Partition {
+    /// Rebuild the dedup index after a checkpoint load: the latest push of
+    /// each hash sets its expiry, as `apply` did when it was live.
+    pub fn rebuild_dedup(&mut self) {
+        self.dedup = self.dedup_order.iter().map(|&(exp, h)| (h, exp)).collect();
+    }
+
     pub fn batch_index(&self, offset: u64) -> Option<usize> {
         if offset < self.start || offset >= self.end {
             return None;
@@ -338,11 +353,11 @@ impl State {
                         created: ts,
                         start: 0,
                         end: 0,
-                        batches: VecDeque::new(),
-                        txids: VecDeque::new(),
+                        batches: Chunked::new(),
+                        txids: Chunked::new(),
                         cursors: HashMap::new(),
                         dedup: HashMap::new(),
-                        dedup_order: VecDeque::new(),
+                        dedup_order: Chunked::new(),
                         marks: Vec::new(),
                         producers: HashMap::new(),
                         files: Some(files),
