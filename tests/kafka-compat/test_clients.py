@@ -1,14 +1,37 @@
 """Real Kafka clients against Baton: kcat (librdkafka, Debian), confluent-kafka
-and kafka-python (PyPI). For each client: produce, consume, a consumer group
-of three members that rebalances when one leaves, offset commit and fetch,
-and an idempotent producer. Run with the venv's pytest after
-`cargo build --release`; the matrix is printed at the end (conftest.py)."""
+and kafka-python (PyPI), Java's kafka-clients (Maven Central, java/) and
+franz-go (Go module proxy, go/). For each client: produce, consume, a
+consumer group of three members that rebalances when one leaves, offset
+commit and fetch, an idempotent producer, and a static member. Run with the
+venv's pytest after `cargo build --release` and the two builds scripts/test
+does (PROGRAMS below); the matrix is printed at the end (conftest.py).
+
+The Java and franz-go clients are programs that run a whole scenario in their
+own process: `PROGRAM SCENARIO BOOTSTRAP TOPIC GROUP`, exit 0 on success, 1
+with a `FAIL scenario: reason` line on stderr. The contract, per scenario:
+  produce          writes p-0..p-49 (acks=all, idempotence off); this file
+                   reads them back with kafka-python.
+  consume          this file writes c-0..c-49 with confluent-kafka; the
+                   program reads them from the earliest offset, outside a group.
+  commit           writes a-0..a-9, consumes and commitSyncs them in GROUP
+                   (checks the committed 10), writes b-0..b-4, and a new member
+                   resumes at offset 10; this file checks the committed 15 with
+                   confluent-kafka.
+  idempotent       writes i-0..i-199 with the idempotent producer in small
+                   pipelined batches; this file reads them back (no duplicates).
+  group_rebalance  this file creates TOPIC with 3 partitions; three members,
+                   one leaves, the two left own all three and go on consuming.
+  static_member    this file creates TOPIC with 2 partitions; a static member
+                   restarts within its session timeout, gets its partition back,
+                   and the other member is not rebalanced.
+"""
 
 import shutil
 import subprocess
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer as CConsumer
@@ -18,8 +41,20 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP
 
-CLIENTS = ["kcat", "confluent-kafka", "kafka-python"]
+CLIENTS = ["kcat", "confluent-kafka", "kafka-python", "java", "franz-go"]
 DEADLINE = 60
+
+HERE = Path(__file__).resolve().parent
+# Clients that run a scenario in a process of their own: the command line
+# before the scenario's arguments, and how scripts/test builds it.
+PROGRAMS = {
+    "java": (["java", "-jar", str(HERE / "java" / "target" / "baton-kafka-compat-all.jar")],
+             "mvn -q -B -f tests/kafka-compat/java/pom.xml package -DskipTests"),
+    "franz-go": ([str(HERE / ".bin" / "franz-go-compat")],
+                 "(cd tests/kafka-compat/go && go build -o ../.bin/franz-go-compat .)"),
+}
+# A program bounds each of its waits by 60 s and its whole run by 180 s.
+PROGRAM_TIMEOUT = 200
 
 
 def topic_name(tag):
@@ -36,6 +71,22 @@ def create_topic(baton, name, partitions):
 def need_kcat(client):
     if client == "kcat" and shutil.which("kcat") is None:
         pytest.skip("kcat is not installed")
+
+
+def run_program(client, scenario, baton, topic, group="-"):
+    """Run one scenario in the Java or franz-go program; its exit code is the verdict."""
+    cmd, build = PROGRAMS[client]
+    artifact = Path(cmd[-1])
+    if not artifact.exists():
+        pytest.fail(f"{artifact} is missing: build it with `{build}` (scripts/test does)")
+    try:
+        r = subprocess.run(cmd + [scenario, baton.bootstrap, topic, group], stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=PROGRAM_TIMEOUT)
+    except subprocess.TimeoutExpired as e:
+        tail = (e.stderr or b"").decode(errors="replace")[-4000:]
+        pytest.fail(f"{client} {scenario} did not finish in {PROGRAM_TIMEOUT} s:\n{tail}")
+    if r.returncode != 0:
+        pytest.fail(f"{client} {scenario} exited {r.returncode}:\n{r.stderr.decode(errors='replace')[-4000:]}")
 
 
 # ---------------------------------------------------------------- clients
@@ -111,9 +162,14 @@ def test_produce(client, baton):
     need_kcat(client)
     t = topic_name("produce")
     values = [f"p-{i}".encode() for i in range(50)]
-    produce(client, baton, t, values)
+    if client in PROGRAMS:
+        run_program(client, "produce", baton, t)
+    else:
+        produce(client, baton, t, values)
     # Read back with a different client so the check does not trust the writer.
-    reader = "kafka-python" if client != "kafka-python" else "confluent-kafka"
+    # franz-go compresses with snappy by default, which kafka-python cannot
+    # read without python-snappy; librdkafka can.
+    reader = "confluent-kafka" if client in ("kafka-python", "franz-go") else "kafka-python"
     assert consume_all(reader, baton, t, len(values)) == values
 
 
@@ -123,7 +179,10 @@ def test_consume(client, baton):
     t = topic_name("consume")
     values = [f"c-{i}".encode() for i in range(50)]
     produce("confluent-kafka", baton, t, values)
-    assert consume_all(client, baton, t, len(values)) == values
+    if client in PROGRAMS:
+        run_program(client, "consume", baton, t)
+    else:
+        assert consume_all(client, baton, t, len(values)) == values
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -133,11 +192,14 @@ def test_commit(client, baton):
     need_kcat(client)
     t = topic_name("commit")
     g = topic_name("grp")
-    produce("confluent-kafka", baton, t, [f"a-{i}".encode() for i in range(10)])
-    assert len(consume_all(client, baton, t, 10, group=g)) == 10
-    produce("confluent-kafka", baton, t, [f"b-{i}".encode() for i in range(5)])
-    rest = consume_all(client, baton, t, 5, group=g)
-    assert rest == [f"b-{i}".encode() for i in range(5)], rest
+    if client in PROGRAMS:
+        run_program(client, "commit", baton, t, g)  # the same steps, in the program
+    else:
+        produce("confluent-kafka", baton, t, [f"a-{i}".encode() for i in range(10)])
+        assert len(consume_all(client, baton, t, 10, group=g)) == 10
+        produce("confluent-kafka", baton, t, [f"b-{i}".encode() for i in range(5)])
+        rest = consume_all(client, baton, t, 5, group=g)
+        assert rest == [f"b-{i}".encode() for i in range(5)], rest
     # The committed offset is visible to any client.
     c = CConsumer({"bootstrap.servers": baton.bootstrap, "group.id": g})
     committed = c.committed([CTP(t, 0)], timeout=30)
@@ -150,7 +212,10 @@ def test_idempotent(client, baton):
     need_kcat(client)
     t = topic_name("idem")
     values = [f"i-{i}".encode() for i in range(200)]
-    produce(client, baton, t, values, idempotent=True)
+    if client in PROGRAMS:
+        run_program(client, "idempotent", baton, t)
+    else:
+        produce(client, baton, t, values, idempotent=True)
     assert consume_all("confluent-kafka", baton, t, len(values)) == values
 
 
@@ -272,6 +337,9 @@ def test_group_rebalance(client, baton):
     t = topic_name("grp3")
     create_topic(baton, t, 3)
     g = topic_name("g")
+    if client in PROGRAMS:
+        run_program(client, "group_rebalance", baton, t, g)
+        return
     members = [Member(client, baton, t, g, i) for i in range(3)]
     try:
         wait_for(lambda: covers(members, 3) and all(len(m.get()) == 1 for m in members),
@@ -296,6 +364,9 @@ def test_static_member(client, baton):
     t = topic_name("static")
     create_topic(baton, t, 2)
     g = topic_name("g")
+    if client in PROGRAMS:
+        run_program(client, "static_member", baton, t, g)
+        return
     # b joins first and leads; the member that restarts is a follower (a
     # restarted *leader* reassigns, and kafka-python then rejoins once its
     # metadata arrives, on any broker).
