@@ -35,7 +35,15 @@ impl BatonHttp {
     /// `base` like `http://127.0.0.1:6632`; `pool` = concurrent workers;
     /// `pop_wait_ms` = long-poll time of a consume before it reports empty.
     pub fn new(base: &str, pool: usize, pop_wait_ms: u64) -> Result<BatonHttp> {
-        let client = Client::builder()
+        let client = Self::client(pool)?;
+        let base = base.trim_end_matches('/').to_string();
+        Url::parse(&base).map_err(|e| BenchError(format!("--url {base}: {e}")))?;
+        Ok(BatonHttp { client, base, pop_wait_ms, lease_secs: 60, prep: OnceLock::new() })
+    }
+
+    /// The HTTP client every Baton adapter uses: keep-alive pool of `pool`, Nagle off.
+    pub fn client(pool: usize) -> Result<Client> {
+        Client::builder()
             .pool_max_idle_per_host(pool.max(1))
             .pool_idle_timeout(Duration::from_secs(90))
             .tcp_nodelay(true)
@@ -43,10 +51,7 @@ impl BatonHttp {
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(120))
             .build()
-            .map_err(|e| BenchError(format!("http client: {e}")))?;
-        let base = base.trim_end_matches('/').to_string();
-        Url::parse(&base).map_err(|e| BenchError(format!("--url {base}: {e}")))?;
-        Ok(BatonHttp { client, base, pop_wait_ms, lease_secs: 60, prep: OnceLock::new() })
+            .map_err(|e| BenchError(format!("http client: {e}")))
     }
 
     fn prep(&self) -> Result<&Prepared> {

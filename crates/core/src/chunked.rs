@@ -181,13 +181,13 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            if x % 3 == 0 {
+            if x.is_multiple_of(3) {
                 assert_eq!(c.pop_front(), d.pop_front());
             } else {
                 c.push_back(step);
                 d.push_back(step);
             }
-            if step % 2_500 == 0 {
+            if step.is_multiple_of(2_500) {
                 copies.push((c.clone(), d.iter().copied().collect()));
             }
             assert_eq!(c.len(), d.len());

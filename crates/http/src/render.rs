@@ -5,6 +5,8 @@
 use baton_core::store::ReadSpan;
 use baton_wire::StoredRecord;
 use serde_json::value::RawValue;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, LazyLock, Mutex};
 
 pub fn iso_ms(ms: i64) -> String {
     let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
@@ -23,13 +25,56 @@ pub fn parse_iso(s: &str) -> Option<u64> {
     u64::try_from(t.unix_timestamp_nanos() / 1000).ok()
 }
 
+/// Stored batches recently read. Consumers usually pop fewer messages than
+/// a producer pushed at once, so the next pops of a partition read the same
+/// batch again; keeping it saves the read and its copy. Shared by the
+/// runtime threads (a per-thread cache thrashed once more partitions were
+/// busy than it had entries). Safe to key by file identity and position:
+/// an entry holds its `Arc<File>` (so the address cannot be reused), and
+/// stored bytes at a position never change while the process runs (segments
+/// are append-only; only recovery cuts them, before any read).
+struct BatchCache {
+    map: HashMap<(usize, u64), Cached>,
+    order: VecDeque<(usize, u64)>,
+}
+
+/// The file (held, see above), the span's length, the bytes.
+type Cached = (Arc<std::fs::File>, u32, Arc<Vec<u8>>);
+
+/// At most this many batches of at most this size: 32 MiB at worst.
+const CACHE_ENTRIES: usize = 512;
+const CACHE_MAX_BATCH: u32 = 64 * 1024;
+
+static CACHE: LazyLock<Mutex<BatchCache>> =
+    LazyLock::new(|| Mutex::new(BatchCache { map: HashMap::new(), order: VecDeque::new() }));
+
+fn read_span(s: &ReadSpan) -> Result<Arc<Vec<u8>>, String> {
+    let key = (Arc::as_ptr(&s.file) as usize, s.pos);
+    if let Some((_, len, b)) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).map.get(&key) {
+        if *len == s.len {
+            return Ok(b.clone());
+        }
+    }
+    let b = Arc::new(s.read().map_err(|e| format!("read stored batch: {e}"))?);
+    if s.len <= CACHE_MAX_BATCH {
+        let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        if c.map.insert(key, (s.file.clone(), s.len, b.clone())).is_none() {
+            c.order.push_back(key);
+        }
+        while c.order.len() > CACHE_ENTRIES {
+            let old = c.order.pop_front().expect("longer than the bound");
+            c.map.remove(&old);
+        }
+    }
+    Ok(b)
+}
+
 /// Read and decode the records of the given spans; keep those `want` accepts.
 pub fn read_records(spans: &[ReadSpan], want: impl Fn(u64) -> bool) -> Result<Vec<StoredRecord>, String> {
     let mut out = Vec::new();
     for s in spans {
-        let bytes = s.read().map_err(|e| format!("read stored batch: {e}"))?;
-        let recs = baton_wire::decode_batches(&bytes).map_err(|e| e.to_string())?;
-        out.extend(recs.into_iter().filter(|r| want(r.offset)));
+        let bytes = read_span(s)?;
+        out.extend(baton_wire::decode_batches_where(&bytes, &want).map_err(|e| e.to_string())?);
     }
     Ok(out)
 }

@@ -3,6 +3,9 @@
 //! build and read it. The HTTP and Kafka front doors both speak through here,
 //! so a record written by one is read unchanged by the other.
 
+pub mod read;
 pub mod records;
+
+pub use read::decode_batches_where;
 
 pub use records::{decode_batches, encode_batch, set_base_offset, BatchHeader, NewRecord, StoredRecord, WireError};

@@ -7,7 +7,7 @@
 //! after the fact is safe.
 
 use bytes::Bytes;
-use kafka_protocol::records::{RecordBatchDecoder, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
+use kafka_protocol::records::{NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
 
 /// Header that carries Baton's transaction id on records written over HTTP.
 pub const TXID_HEADER: &str = "baton-txid";
@@ -156,28 +156,7 @@ impl BatchHeader {
 
 /// Decode every batch in `buf` into records (any compression the crate supports).
 pub fn decode_batches(buf: &[u8]) -> Result<Vec<StoredRecord>, WireError> {
-    let mut bytes = Bytes::copy_from_slice(buf);
-    let sets = RecordBatchDecoder::decode_all(&mut bytes).map_err(|e| WireError::BadBatch(e.to_string()))?;
-    let mut out = Vec::new();
-    for set in sets {
-        for r in set.records {
-            let txid = r
-                .headers
-                .iter()
-                .find(|(k, _)| k.as_str() == TXID_HEADER)
-                .and_then(|(_, v)| v.as_ref())
-                .and_then(|v| std::str::from_utf8(v).ok())
-                .map(str::to_owned);
-            out.push(StoredRecord {
-                offset: r.offset as u64,
-                timestamp_ms: r.timestamp,
-                key: r.key,
-                value: r.value,
-                txid,
-            });
-        }
-    }
-    Ok(out)
+    crate::read::decode_batches_where(buf, |_| true)
 }
 
 #[cfg(test)]
