@@ -32,11 +32,30 @@ pub struct HttpConfig {
     pub default_batch: u32,
     /// Longest long poll honoured, whatever the client asks.
     pub max_wait_ms: u64,
+    /// More Prometheus text for /metrics from outside this crate (the Kafka
+    /// listener's counters), so neither crate depends on the other.
+    pub extra_metrics: Option<ExtraMetrics>,
 }
 
 impl Default for HttpConfig {
     fn default() -> Self {
-        HttpConfig { max_body_bytes: 16 << 20, max_payload_bytes: 1 << 20, default_batch: 100, max_wait_ms: 60_000 }
+        HttpConfig {
+            max_body_bytes: 16 << 20,
+            max_payload_bytes: 1 << 20,
+            default_batch: 100,
+            max_wait_ms: 60_000,
+            extra_metrics: None,
+        }
+    }
+}
+
+/// Appends Prometheus text (whole families: HELP, TYPE, samples) to /metrics.
+#[derive(Clone)]
+pub struct ExtraMetrics(pub Arc<dyn Fn(&mut String) + Send + Sync>);
+
+impl std::fmt::Debug for ExtraMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ExtraMetrics")
     }
 }
 

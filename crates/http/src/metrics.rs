@@ -1,5 +1,6 @@
 //! `/metrics` in Prometheus text format: request counters, group-commit batch
-//! sizes, fdatasync latency, queue depth and consumer lag.
+//! sizes, fdatasync latency, queue depth and consumer lag, then whatever the
+//! server hands in through `HttpConfig::extra_metrics` (the Kafka listener's).
 
 use crate::App;
 use axum::extract::State;
@@ -26,6 +27,28 @@ fn counter(out: &mut String, name: &str, help: &str, v: u64) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
 }
 
+/// CPU time per thread name (`baton-planner`, `baton-wal`, `tokio-rt-worker`
+/// summed, ...) from /proc, so the cost of each stage can be read per request
+/// from two scrapes without instrumenting the hot path. Linux only; elsewhere
+/// the family is simply absent.
+fn thread_cpu(out: &mut String) {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return };
+    let mut by_name: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    for t in dir.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        let Ok(stat) = std::fs::read_to_string(t.path().join("schedstat")) else { continue };
+        let ns: u64 = stat.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        *by_name.entry(comm.trim().to_string()).or_default() += ns;
+    }
+    let _ = writeln!(
+        out,
+        "# HELP baton_thread_cpu_seconds_total CPU time of the process's threads, by thread name.\n# TYPE baton_thread_cpu_seconds_total counter"
+    );
+    for (name, ns) in by_name {
+        let _ = writeln!(out, "baton_thread_cpu_seconds_total{{thread=\"{}\"}} {:.6}", label(&name), ns as f64 / 1e9);
+    }
+}
+
 fn label(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
@@ -38,6 +61,9 @@ pub async fn prometheus(State(app): State<App>) -> Response {
     counter(&mut out, "baton_acked_messages_total", "Acknowledgements accepted.", c.acked.load(Relaxed));
     counter(&mut out, "baton_log_entries_total", "State-machine entries written.", c.entries.load(Relaxed));
     counter(&mut out, "baton_checkpoints_total", "Checkpoints written.", c.checkpoints.load(Relaxed));
+    counter(&mut out, "baton_transactions_total", "Transactions committed.", c.txns.load(Relaxed));
+    counter(&mut out, "baton_planner_commands_total", "Requests judged by the planner.", c.commands.load(Relaxed));
+    thread_cpu(&mut out);
     let w = app.engine.wal_stats();
     counter(
         &mut out,
@@ -69,6 +95,9 @@ pub async fn prometheus(State(app): State<App>) -> Response {
                 g.lag
             );
         }
+    }
+    if let Some(extra) = &app.cfg.extra_metrics {
+        (extra.0)(&mut out);
     }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }

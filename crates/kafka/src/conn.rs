@@ -7,15 +7,25 @@
 //! partition append in the order sent, which idempotent sequences depend on)
 //! while a producer with several requests in flight gets them group-committed
 //! together instead of one fdatasync each.
+//!
+//! The reader also holds the connection's SASL state (`sasl::Gate`): SASL
+//! requests are answered here because they change that state, and nothing
+//! else is started before authentication. Each request is counted when read
+//! and timed when its answer is ready; the connection's end is counted once,
+//! with its reason.
 
 use crate::frame::{self, Parsed};
+use crate::metrics::CloseReason;
+use crate::sasl::{Gate, Verdict};
 use crate::{handler, Ctx, KafkaStats};
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::ApiKey;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
+use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
@@ -35,6 +45,14 @@ enum Slot {
     Pending(Pending),
 }
 
+/// A slot and what the writer needs to time and count it: the API (none for
+/// a bare SASL token) and when its frame was read.
+struct Item {
+    slot: Slot,
+    api: Option<ApiKey>,
+    at: Instant,
+}
+
 /// Run the request up to its first wait, so whatever it hands the engine is
 /// handed over now, in arrival order. The future is polled again later by
 /// the writer with a real waker; every future here re-registers on each poll.
@@ -48,80 +66,168 @@ fn start(mut fut: Pending) -> Slot {
 
 pub async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) {
     let (mut rd, wr) = stream.into_split();
-    let (tx, rx) = mpsc::channel::<Slot>(MAX_IN_FLIGHT);
-    let writer = tokio::spawn(write_loop(wr, rx, peer));
+    let (tx, rx) = mpsc::channel::<Item>(MAX_IN_FLIGHT);
+    let writer = tokio::spawn(write_loop(wr, rx, peer, ctx.stats.clone()));
+    let mut gate = Gate::new(ctx.cfg.sasl_users.clone());
     let mut buf = BytesMut::with_capacity(16 << 10);
-    let bad: Option<String> = loop {
-        match frame::next_frame(&mut buf, ctx.cfg.max_frame_bytes) {
-            Err(e) => break Some(e.to_string()),
-            Ok(Some(f)) => {
-                KafkaStats::bump(&ctx.stats.requests);
-                let parsed = match frame::parse(f) {
-                    Ok(p) => p,
-                    Err(e) => break Some(e.to_string()),
-                };
-                if let Parsed::Unsupported(r) = &parsed {
-                    let n = KafkaStats::bump(&ctx.stats.unsupported_versions);
-                    tracing::info!(%peer, api = ?r.api, version = r.version, unsupported_total = n,
-                        "kafka: unsupported version, answering UNSUPPORTED_VERSION");
+    let end: Option<(CloseReason, String)> = loop {
+        let max = gate.max_frame(ctx.cfg.max_frame_bytes);
+        if gate.expects_raw_token() {
+            match frame::next_raw(&mut buf, max) {
+                Err(e) => break Some((CloseReason::BadFrame, e.to_string())),
+                Ok(Some(token)) => {
+                    let at = Instant::now();
+                    match gate.raw_token(&token, &ctx.stats) {
+                        Ok(reply) => {
+                            let item = Item { slot: Slot::Done(Ok(Some(reply))), api: None, at };
+                            if tx.send(item).await.is_err() {
+                                break None;
+                            }
+                            continue;
+                        }
+                        Err(reason) => break Some((CloseReason::SaslFailed, reason)),
+                    }
                 }
-                let slot = start(Box::pin(handler::handle(ctx.clone(), parsed, peer)));
-                if tx.send(slot).await.is_err() {
-                    break None;
-                }
-                continue;
+                Ok(None) => {}
             }
-            Ok(None) => {}
+        } else {
+            match frame::next_frame(&mut buf, max) {
+                Err(e) => break Some((CloseReason::BadFrame, e.to_string())),
+                Ok(Some(f)) => {
+                    let at = Instant::now();
+                    KafkaStats::bump(&ctx.stats.requests);
+                    let parsed = match frame::parse(f) {
+                        Ok(p) => p,
+                        Err(e) => break Some((CloseReason::BadFrame, e.to_string())),
+                    };
+                    let api = match &parsed {
+                        Parsed::Request(r) | Parsed::Unsupported(r) => r.api,
+                        Parsed::ApiVersionsFallback { .. } => ApiKey::ApiVersions,
+                    };
+                    ctx.stats.request(api);
+                    let (slot, close) = match gate.admit(&parsed, &ctx.stats) {
+                        Verdict::Refuse(reason) => break Some((CloseReason::Unauthenticated, reason)),
+                        Verdict::Answer { body, close } => {
+                            ctx.stats.answered(api, &body);
+                            let (cid, version) = match &parsed {
+                                Parsed::Request(r) | Parsed::Unsupported(r) => (r.header.correlation_id, r.version),
+                                Parsed::ApiVersionsFallback { correlation_id } => (*correlation_id, 0),
+                            };
+                            (Slot::Done(frame::encode_response(cid, api, version, &body).map(Some)), close)
+                        }
+                        Verdict::Pass => {
+                            if let Parsed::Unsupported(r) = &parsed {
+                                let n = KafkaStats::bump(&ctx.stats.unsupported_versions);
+                                tracing::info!(%peer, api = ?r.api, version = r.version, unsupported_total = n,
+                                    "kafka: unsupported version, answering UNSUPPORTED_VERSION");
+                            }
+                            (start(Box::pin(handler::handle(ctx.clone(), parsed, peer))), None)
+                        }
+                    };
+                    if tx.send(Item { slot, api: Some(api), at }).await.is_err() {
+                        break None;
+                    }
+                    if let Some(reason) = close {
+                        break Some((CloseReason::SaslFailed, reason));
+                    }
+                    continue;
+                }
+                Ok(None) => {}
+            }
         }
         match rd.read_buf(&mut buf).await {
             Ok(0) if buf.is_empty() => break None,
-            Ok(0) => break Some(format!("connection closed inside a frame ({} bytes unread)", buf.len())),
-            Ok(_) => {}
-            Err(e) => {
-                tracing::debug!(%peer, error = %e, "kafka: read failed");
-                break None;
+            Ok(0) => {
+                let reason = format!("connection closed inside a frame ({} bytes unread)", buf.len());
+                break Some((CloseReason::BadFrame, reason));
             }
+            Ok(_) => {}
+            Err(e) => break Some((CloseReason::Io, format!("read failed: {e}"))),
         }
     };
-    if let Some(reason) = bad {
-        let n = KafkaStats::bump(&ctx.stats.bad_frames);
-        tracing::warn!(%peer, %reason, bad_frames_total = n, "kafka: bad frame, closing connection");
+    // Counted before the writer closes the socket, so a client that sees
+    // the close also sees it counted.
+    if let Some((why, _)) = &end {
+        ctx.stats.close(*why);
+    }
+    match &end {
+        Some((CloseReason::BadFrame, reason)) => {
+            let n = KafkaStats::bump(&ctx.stats.bad_frames);
+            tracing::warn!(%peer, %reason, bad_frames_total = n, "kafka: bad frame, closing connection");
+        }
+        Some((CloseReason::Unauthenticated, reason)) => {
+            let n = ctx.stats.closed(CloseReason::Unauthenticated);
+            tracing::warn!(%peer, %reason, unauthenticated_total = n,
+                "kafka: request before SASL authentication, closing connection");
+        }
+        Some((CloseReason::SaslFailed, reason)) => {
+            let n = ctx.stats.closed(CloseReason::SaslFailed);
+            tracing::warn!(%peer, %reason, sasl_failed_total = n, "kafka: SASL failed, closing connection");
+        }
+        Some((_, reason)) => tracing::debug!(%peer, %reason, "kafka: closing connection"),
+        None => {}
     }
     // Answers already started are still written; then the writer closes.
     drop(tx);
-    let _ = writer.await;
+    let wrote = writer.await.unwrap_or(Some(CloseReason::Io));
+    let why = match &end {
+        Some((why, _)) => *why,
+        None => {
+            let why = wrote.unwrap_or(CloseReason::Client);
+            ctx.stats.close(why);
+            why
+        }
+    };
+    if let Some(user) = gate.user() {
+        tracing::debug!(%peer, user, reason = why.label(), "kafka: authenticated connection closed");
+    }
 }
 
-async fn write_loop(wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Slot>, peer: SocketAddr) {
+/// Returns why it stopped early, if it did.
+async fn write_loop(
+    wr: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Item>,
+    peer: SocketAddr,
+    stats: Arc<KafkaStats>,
+) -> Option<CloseReason> {
     let mut w = BufWriter::with_capacity(64 << 10, wr);
-    while let Some(slot) = rx.recv().await {
-        let reply = match slot {
+    while let Some(item) = rx.recv().await {
+        let reply = match item.slot {
             Slot::Done(r) => r,
             Slot::Pending(f) => {
                 // Send what is already answered before waiting on this one.
                 if !w.buffer().is_empty() && w.flush().await.is_err() {
-                    return;
+                    return Some(CloseReason::Io);
                 }
                 f.await
             }
         };
+        if let Some(api) = item.api {
+            stats.latency(api, item.at.elapsed());
+            if reply.is_err() {
+                stats.unanswered(api);
+            }
+        }
         match reply {
             Ok(Some(frame)) => {
                 if w.write_all(&frame).await.is_err() {
-                    return;
+                    return Some(CloseReason::Io);
                 }
             }
             Ok(None) => {}
             Err(reason) => {
                 tracing::error!(%peer, %reason, "kafka: cannot answer, closing connection");
-                break;
+                let _ = w.flush().await;
+                let _ = w.shutdown().await;
+                return Some(CloseReason::Unanswerable);
             }
         }
         // Flush when nothing else is ready, so pipelined answers share a write.
         if rx.is_empty() && w.flush().await.is_err() {
-            return;
+            return Some(CloseReason::Io);
         }
     }
     let _ = w.flush().await;
     let _ = w.shutdown().await;
+    None
 }

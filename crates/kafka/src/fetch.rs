@@ -182,9 +182,16 @@ fn shape(p: Part, version: i16, isolation: i8) -> PartitionData {
         d.log_start_offset = p.log_start;
     }
     if let Some(r) = p.result {
-        let mut buf = BytesMut::new();
-        for s in &r.spans[..p.take] {
+        let spans = &r.spans[..p.take];
+        // One span (the usual case when a consumer keeps up) is handed over
+        // as read, without a second copy; several go into one buffer sized
+        // up front.
+        let mut buf =
+            BytesMut::with_capacity(if spans.len() > 1 { spans.iter().map(|s| s.len as usize).sum() } else { 0 });
+        let mut single = None;
+        for s in spans {
             match s.read() {
+                Ok(b) if spans.len() == 1 => single = Some(Bytes::from(b)),
                 Ok(b) => buf.extend_from_slice(&b),
                 Err(e) => {
                     tracing::error!(topic = %p.want.topic, partition = p.want.partition, error = %e,
@@ -195,7 +202,7 @@ fn shape(p: Part, version: i16, isolation: i8) -> PartitionData {
                 }
             }
         }
-        d.records = Some(buf.freeze());
+        d.records = Some(single.unwrap_or_else(|| buf.freeze()));
     }
     d
 }

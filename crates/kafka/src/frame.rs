@@ -63,6 +63,27 @@ pub fn next_frame(buf: &mut BytesMut, max: usize) -> Result<Option<Bytes>, Frame
     Ok(Some(buf.split_to(len).freeze()))
 }
 
+/// Cut a bare size-prefixed frame of any length up to `max`: the SASL token
+/// a SaslHandshake v0 client sends, which has no request header.
+pub fn next_raw(buf: &mut BytesMut, max: usize) -> Result<Option<Bytes>, FrameError> {
+    if buf.len() < 4 {
+        return Ok(None);
+    }
+    let n = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
+    if n < 0 {
+        return Err(FrameError::Negative(n));
+    }
+    let len = n as usize;
+    if len > max {
+        return Err(FrameError::TooLarge { len, max });
+    }
+    if buf.len() < 4 + len {
+        return Ok(None);
+    }
+    buf.advance(4);
+    Ok(Some(buf.split_to(len).freeze()))
+}
+
 /// A decoded request.
 #[derive(Debug)]
 pub struct Request {
@@ -236,6 +257,18 @@ mod tests {
         assert_eq!(next_frame(&mut buf, 100), Err(FrameError::Negative(-5)));
         let mut buf = BytesMut::from(&3i32.to_be_bytes()[..]);
         assert_eq!(next_frame(&mut buf, 100), Err(FrameError::TooShort(3)));
+    }
+
+    #[test]
+    fn bare_tokens_have_no_minimum_length() {
+        let mut buf = prefixed(b"\0a\0b");
+        buf.extend_from_slice(&[0, 0, 0]);
+        assert_eq!(&next_raw(&mut buf, 100).unwrap().unwrap()[..], b"\0a\0b");
+        assert_eq!(next_raw(&mut buf, 100).unwrap(), None, "three bytes are not a length yet");
+        let mut buf = prefixed(b"");
+        assert_eq!(&next_raw(&mut buf, 100).unwrap().unwrap()[..], b"");
+        let mut buf = prefixed(&[7u8; 200]);
+        assert!(matches!(next_raw(&mut buf, 100), Err(FrameError::TooLarge { .. })));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::frame::{encode_response, Parsed, Request};
 use crate::{fetch, groups, produce, topics, versions, Ctx};
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 pub async fn handle(ctx: Arc<Ctx>, parsed: Parsed, peer: SocketAddr) -> Reply {
@@ -17,13 +18,37 @@ pub async fn handle(ctx: Arc<Ctx>, parsed: Parsed, peer: SocketAddr) -> Reply {
             encode_response(correlation_id, ApiKey::ApiVersions, 0, &body).map(Some)
         }
         Parsed::Unsupported(r) => match error_response(&r.body, r.version, UNSUPPORTED_VERSION) {
-            Some(body) => encode_response(r.header.correlation_id, r.api, r.version, &body).map(Some),
+            Some(body) => {
+                ctx.stats.answered(r.api, &body);
+                encode_response(r.header.correlation_id, r.api, r.version, &body).map(Some)
+            }
             None => Err(format!("{:?} v{} is not supported", r.api, r.version)),
         },
         Parsed::Request(r) => {
             let (cid, api, version) = (r.header.correlation_id, r.api, r.version);
+            if let RequestKind::Produce(q) = &r.body {
+                let n: usize = q
+                    .topic_data
+                    .iter()
+                    .flat_map(|t| &t.partition_data)
+                    .map(|p| p.records.as_ref().map_or(0, |b| b.len()))
+                    .sum();
+                ctx.stats.produce_bytes.fetch_add(n as u64, Relaxed);
+            }
             match respond(&ctx, r, peer).await? {
-                Some(body) => encode_response(cid, api, version, &body).map(Some),
+                Some(body) => {
+                    ctx.stats.answered(api, &body);
+                    if let ResponseKind::Fetch(f) = &body {
+                        let n: usize = f
+                            .responses
+                            .iter()
+                            .flat_map(|t| &t.partitions)
+                            .map(|p| p.records.as_ref().map_or(0, |b| b.len()))
+                            .sum();
+                        ctx.stats.fetch_bytes.fetch_add(n as u64, Relaxed);
+                    }
+                    encode_response(cid, api, version, &body).map(Some)
+                }
                 None => Ok(None),
             }
         }
@@ -60,8 +85,10 @@ async fn respond(ctx: &Ctx, r: Request, peer: SocketAddr) -> Result<Option<Respo
         Q::ListGroups(q) => R::ListGroups(groups::list_groups(ctx, q, v).await),
         Q::DescribeGroups(q) => R::DescribeGroups(groups::describe_groups(ctx, q, v).await),
         Q::DeleteGroups(q) => R::DeleteGroups(groups::delete_groups(ctx, q).await),
-        // The table gates every request before it gets here, so an API
-        // without an arm is a bug in the table: close rather than guess.
+        // SaslHandshake and SaslAuthenticate are answered by the connection
+        // (they change its state) and never get here. The table gates every
+        // request before it gets here, so an API without an arm is a bug in
+        // the table: close rather than guess.
         _ => return Err(format!("{:?} is in the table but has no handler", r.api)),
     }))
 }

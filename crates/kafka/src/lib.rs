@@ -17,18 +17,21 @@ mod fetch;
 mod frame;
 mod groups;
 mod handler;
+mod metrics;
 mod produce;
 mod records;
+mod sasl;
 mod sessions;
 mod topics;
 mod versions;
 
 pub use frame::{next_frame, parse, FrameError, ParseError, Parsed};
+pub use metrics::{CloseReason, KafkaStats};
+pub use sasl::SaslUsers;
 pub use versions::{render_table, SUPPORTED};
 
 use baton_core::Engine;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -48,6 +51,9 @@ pub struct KafkaConfig {
     pub initial_rebalance_delay: Duration,
     /// Longest Fetch max_wait_ms honoured, whatever the client asks.
     pub max_fetch_wait: Duration,
+    /// SASL/PLAIN accounts. When set, a connection must authenticate before
+    /// any request but ApiVersions and the SASL ones; `None` serves everyone.
+    pub sasl_users: Option<Arc<SaslUsers>>,
 }
 
 impl Default for KafkaConfig {
@@ -60,24 +66,8 @@ impl Default for KafkaConfig {
             max_frame_bytes: 100 << 20,
             initial_rebalance_delay: Duration::from_millis(3000),
             max_fetch_wait: Duration::from_secs(30),
+            sasl_users: None,
         }
-    }
-}
-
-/// Counters of the Kafka listener (exported by whoever serves metrics).
-#[derive(Default, Debug)]
-pub struct KafkaStats {
-    pub connections: AtomicU64,
-    pub requests: AtomicU64,
-    /// Connections closed for a frame that could not be taken: bad length,
-    /// unknown API key, undecodable version, malformed header or body.
-    pub bad_frames: AtomicU64,
-    pub unsupported_versions: AtomicU64,
-}
-
-impl KafkaStats {
-    pub fn bump(c: &AtomicU64) -> u64 {
-        c.fetch_add(1, Ordering::Relaxed) + 1
     }
 }
 

@@ -14,6 +14,10 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 /// name topics by id only; ListOffsets stops at 6 because 7+ adds lookups by
 /// max timestamp and tiered storage that we do not track; OffsetCommit,
 /// OffsetFetch and InitProducerId stop before the KIP-848/KIP-939 fields.
+///
+/// SaslHandshake and SaslAuthenticate are listed whether or not SASL is
+/// turned on, as a Kafka broker lists them on every listener; without SASL
+/// they answer ILLEGAL_SASL_STATE (see `sasl`).
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 11),
     (ApiKey::Fetch, 4, 12),
@@ -28,11 +32,13 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::ListGroups, 0, 5),
+    (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 6),
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DeleteGroups, 0, 2),
 ];

@@ -54,6 +54,11 @@ pub struct ServeArgs {
     /// rebalance waits this long for more members.
     #[arg(long, env = "BATON_KAFKA_INITIAL_REBALANCE_DELAY_MS", default_value_t = 3000)]
     pub kafka_initial_rebalance_delay_ms: u64,
+    /// Require SASL/PLAIN on the Kafka listener, with the accounts in this
+    /// file: one `user:password` per line (split at the first colon; `#`
+    /// starts a comment line). Unset: no authentication.
+    #[arg(long, env = "BATON_KAFKA_SASL_USERS")]
+    pub kafka_sasl_users: Option<PathBuf>,
     /// Log filter (tracing env-filter syntax).
     #[arg(long, env = "BATON_LOG", default_value = "info")]
     pub log: String,
@@ -69,8 +74,17 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     cfg.checkpoint_interval = Duration::from_secs(a.checkpoint_interval_secs.max(1));
     cfg.wal_segment_bytes = a.wal_segment_mb.max(1) << 20;
     cfg.partition_segment_bytes = a.partition_segment_mb.max(1) << 20;
+    // Before the engine starts, so a bad file changes nothing on disk.
+    let sasl_users = match &a.kafka_sasl_users {
+        Some(path) => {
+            let users = baton_kafka::SaslUsers::load(path).map_err(|e| format!("--kafka-sasl-users {e}"))?;
+            tracing::info!(path = %path.display(), users = users.len(), "Kafka listener requires SASL/PLAIN");
+            Some(std::sync::Arc::new(users))
+        }
+        None => None,
+    };
     let engine = baton_core::Engine::start(cfg).map_err(|e| format!("start-up failed: {e}"))?;
-    let http = baton_http::HttpConfig {
+    let mut http = baton_http::HttpConfig {
         max_body_bytes: a.max_body_bytes,
         max_payload_bytes: a.max_payload_bytes,
         default_batch: a.default_batch.max(1),
@@ -80,7 +94,11 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     let eng = engine.clone();
     let kafka_engine = engine.clone();
     rt.block_on(async move {
-        let kafka = start_kafka(&a, kafka_engine).await?;
+        let kafka = start_kafka(&a, kafka_engine, sasl_users).await?;
+        if let Some((_, stats)) = &kafka {
+            let stats = stats.clone();
+            http.extra_metrics = Some(baton_http::ExtraMetrics(std::sync::Arc::new(move |out| stats.render(out))));
+        }
         let listener =
             tokio::net::TcpListener::bind(a.http_addr).await.map_err(|e| format!("bind {}: {e}", a.http_addr))?;
         tracing::info!(addr = %a.http_addr, data = %a.data_dir.display(), "baton serving HTTP");
@@ -96,7 +114,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
             .map_err(|e| e.to_string());
         // Stop taking Kafka connections; requests in flight finish or fail
         // with the engine, as HTTP's do.
-        if let Some(k) = kafka {
+        if let Some((k, _)) = kafka {
             k.abort();
         }
         res
@@ -108,8 +126,15 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     Ok(())
 }
 
+type KafkaHandle = (tokio::task::JoinHandle<()>, std::sync::Arc<baton_kafka::KafkaStats>);
+
 /// Bind and spawn the Kafka listener on this runtime, on the same engine.
-async fn start_kafka(a: &ServeArgs, engine: baton_core::Engine) -> Result<Option<tokio::task::JoinHandle<()>>, String> {
+/// Returns the accept loop's task and the listener's counters (for /metrics).
+async fn start_kafka(
+    a: &ServeArgs,
+    engine: baton_core::Engine,
+    sasl_users: Option<std::sync::Arc<baton_kafka::SaslUsers>>,
+) -> Result<Option<KafkaHandle>, String> {
     let explicit = a.kafka_addr.is_some();
     let addr = a.kafka_addr.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 9092)));
     let (host, port) = match &a.kafka_advertised_addr {
@@ -129,6 +154,7 @@ async fn start_kafka(a: &ServeArgs, engine: baton_core::Engine) -> Result<Option
         default_partitions: a.kafka_default_partitions.max(1),
         max_frame_bytes: a.kafka_max_frame_bytes,
         initial_rebalance_delay: Duration::from_millis(a.kafka_initial_rebalance_delay_ms),
+        sasl_users,
         ..Default::default()
     };
     let server = match baton_kafka::KafkaServer::bind(addr, engine, cfg).await {
@@ -141,7 +167,8 @@ async fn start_kafka(a: &ServeArgs, engine: baton_core::Engine) -> Result<Option
     };
     let bound = server.local_addr().map_err(|e| e.to_string())?;
     tracing::info!(addr = %bound, advertised = %server.advertised(), "baton serving Kafka");
-    Ok(Some(tokio::spawn(server.run())))
+    let stats = server.stats();
+    Ok(Some((tokio::spawn(server.run()), stats)))
 }
 
 async fn shutdown_signal() {
