@@ -78,10 +78,10 @@ EXPECTED = {
         "describe an unknown group": ("DEAD members=0", "DEAD members=0"),
     },
     "transactions": {
-        "FindCoordinator(transaction)": ("NONE", "INVALID_REQUEST"),
+        "FindCoordinator(transaction)": ("NONE", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
         "InitProducerId(transactional.id)": ("NONE", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
         "transactional batch without AddPartitionsToTxn": ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "INVALID_RECORD"),
-        "init/begin/produce/commit": ("ok", "_TIMED_OUT fatal=False retriable=True"),
+        "init/begin/produce/commit": ("ok", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED fatal=True retriable=False"),
         "read_committed sees": ("['committed']", "[]"),
     },
 }

@@ -261,7 +261,10 @@ def transactions(target):
         err = e.args[0]
         out["init/begin/produce/commit"] = f"{err.name()} fatal={err.fatal()} retriable={err.retriable()}"
     finally:
-        p.flush(1)
+        try:
+            p.flush(1)
+        except KafkaException:
+            pass  # a producer in a fatal state refuses even flush; its error is recorded above
     cons = Consumer({"bootstrap.servers": target.bootstrap, "group.id": name("g"), "auto.offset.reset": "earliest",
                      "isolation.level": "read_committed", "enable.auto.commit": False})
     cons.assign([TopicPartition(t, 0, 0)])

@@ -26,12 +26,19 @@ fn ms(v: i32) -> Duration {
 }
 
 pub fn find_coordinator(ctx: &Ctx, req: FindCoordinatorRequest, version: i16) -> FindCoordinatorResponse {
-    // Transactions are not supported, so there is no transaction coordinator.
-    let code = if req.key_type == KEY_TYPE_GROUP { NONE } else { INVALID_REQUEST };
+    // Kafka transactions are not built, so there is no transaction
+    // coordinator. The answer must make clients fail at once: librdkafka
+    // retries INVALID_REQUEST here every 500 ms until its timeout (a hang),
+    // while an authorization failure is fatal in every client.
+    let (code, message) = if req.key_type == KEY_TYPE_GROUP {
+        (NONE, None)
+    } else {
+        (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Some(s("Baton does not implement Kafka transactions".to_string())))
+    };
     let host = s(ctx.cfg.advertised_host.clone());
     let port = ctx.cfg.advertised_port;
     if version < 4 {
-        let r = FindCoordinatorResponse::default().with_error_code(code);
+        let r = FindCoordinatorResponse::default().with_error_code(code).with_error_message(message);
         return if code == NONE {
             r.with_node_id(0.into()).with_host(host).with_port(port)
         } else {
@@ -42,7 +49,7 @@ pub fn find_coordinator(ctx: &Ctx, req: FindCoordinatorRequest, version: i16) ->
         .coordinator_keys
         .into_iter()
         .map(|k| {
-            let c = Coordinator::default().with_key(k).with_error_code(code);
+            let c = Coordinator::default().with_key(k).with_error_code(code).with_error_message(message.clone());
             if code == NONE {
                 c.with_node_id(0.into()).with_host(host.clone()).with_port(port)
             } else {
