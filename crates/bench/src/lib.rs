@@ -1,7 +1,9 @@
 //! `baton bench`: the benchmark driver.
 //!
-//! Workloads run against a [`Target`] (today: Baton over HTTP; later the
-//! systems people would pick instead, behind the same trait):
+//! Workloads run against a [`Target`], chosen with `--target`: Baton over
+//! HTTP, or a system people would pick instead (RabbitMQ, NATS JetStream,
+//! Redis Streams, PostgreSQL in `peers`; Kafka in `kafka`), behind the same
+//! trait, so every system runs the same workload code:
 //!
 //! * `produce`: closed loop, N workers, each waits for its answer; msg/s and
 //!   per-request latency percentiles.
@@ -10,6 +12,9 @@
 //! * `ramp`: `fixed` steps at rising rates until p99 exceeds the limit or
 //!   fewer than 97 % of the offered messages are delivered; reports the
 //!   highest rate held.
+//! * `pipeline`: take inputs, commit their outputs and their consumption in
+//!   one atomic step ([`pipeline::PipelineTarget`]), then verify exactly-once
+//!   and per-partition order; only on systems that can do it atomically.
 //! * `--quick`: a small produce + consume + fixed-rate run against a Baton it
 //!   starts itself; a smoke test of the whole driver in a few seconds.
 //!
@@ -17,7 +22,11 @@
 //! JSON line per result.
 
 pub mod baton;
+pub mod baton_pipeline;
 pub mod hist;
+pub mod kafka;
+pub mod peers;
+pub mod pipeline;
 pub mod report;
 pub mod schedule;
 pub mod spawn;
@@ -25,7 +34,8 @@ pub mod target;
 pub mod workload;
 
 use crate::baton::BatonHttp;
-use crate::report::{Params, Row};
+use crate::pipeline::{PipelineParams, PipelineTarget};
+use crate::report::{Params, PipelineCheck, Row};
 use crate::schedule::{next_rate, step_held};
 use crate::target::Target;
 use crate::workload::{Measured, StepMeasured, Stop};
@@ -44,6 +54,31 @@ pub enum Workload {
     Fixed,
     /// Open-loop steps from --rate up by --factor until p99 or delivery fails.
     Ramp,
+    /// Feed --count inputs, then --workers take up to --batch each and commit outputs + consumption
+    /// atomically until all are done (or --duration passes); then verify exactly-once and order.
+    Pipeline,
+    /// Open loop at --rate for --duration with consumers running: latency from each message's due
+    /// instant until a consumer receives it (produce → consume end to end; kafka::e2e).
+    E2e,
+}
+
+/// The system `baton bench` measures.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TargetKind {
+    /// Baton over its HTTP API (--url).
+    Baton,
+    /// Baton over the Kafka wire protocol.
+    BatonKafka,
+    /// Apache Kafka.
+    Kafka,
+    /// RabbitMQ: quorum queues, publisher confirms, manual acks.
+    Rabbitmq,
+    /// NATS JetStream: file-storage streams, durable pull consumers, explicit acks.
+    Nats,
+    /// Redis Streams: XADD, consumer group XREADGROUP + XACK, appendonly.
+    Redis,
+    /// PostgreSQL: a queue table, SELECT ... FOR UPDATE SKIP LOCKED, DELETE on ack.
+    Postgres,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -54,9 +89,17 @@ pub struct BenchArgs {
     /// Small produce + consume + fixed-rate run against a Baton started here; finishes in seconds.
     #[arg(long)]
     pub quick: bool,
+    /// The system to measure. --quick and --spawn are Baton only.
+    #[arg(long, value_enum, default_value_t = TargetKind::Baton)]
+    pub target: TargetKind,
     /// Base URL of the Baton HTTP API.
     #[arg(long, default_value = "http://127.0.0.1:6632")]
     pub url: String,
+    /// Address of a --target other than baton. Defaults, matching scripts/peers/<system>.sh:
+    /// rabbitmq amqp://guest:guest@127.0.0.1:55672/%2f, nats nats://127.0.0.1:54222,
+    /// redis redis://127.0.0.1:56379/, postgres "host=127.0.0.1 port=55432 user=postgres dbname=postgres".
+    #[arg(long)]
+    pub addr: Option<String>,
     /// Start a Baton of our own (`<exe> serve`) in a temp dir on a free port, instead of --url.
     #[arg(long)]
     pub spawn: bool,
@@ -69,13 +112,14 @@ pub struct BenchArgs {
     /// Payload bytes per message (printable ASCII, sent as a JSON string).
     #[arg(long, default_value_t = 256)]
     pub size: usize,
-    /// Messages per push request; for consume, messages per pop.
+    /// Messages per push request; for consume, messages per pop; for pipeline, most inputs per step.
     #[arg(long, default_value_t = 1)]
     pub batch: u64,
-    /// Stop after this many messages (produce); consume exactly this many (consume).
+    /// Stop after this many messages (produce); consume exactly this many (consume); inputs to feed (pipeline) [10000].
     #[arg(long)]
     pub count: Option<u64>,
-    /// Seconds: length of a produce run [default 10], of a fixed run [30], of each ramp step [10].
+    /// Seconds: length of a produce run [default 10], of a fixed run [30], of each ramp step [10], most for the
+    /// steps of a pipeline run [60].
     #[arg(long)]
     pub duration: Option<f64>,
     /// Partitions ("p0".."pN-1"); producers round-robin over them, consumers pop any.
@@ -115,9 +159,14 @@ pub struct BenchArgs {
     /// Consume: long-poll time of each pop, ms; consume --count gives up after this long with no message (×10).
     #[arg(long, default_value_t = 1000)]
     pub wait_ms: u64,
+    /// Pipeline: messages per feed request (the feed comes before the measured steps).
+    #[arg(long, default_value_t = 100)]
+    pub feed_batch: u64,
     /// No progress line on stderr.
     #[arg(long)]
     pub no_progress: bool,
+    #[command(flatten)]
+    pub kafka: kafka::KafkaArgs,
 }
 
 /// Run the benchmark described by `a`; print results; fail if a closed-loop
@@ -135,6 +184,68 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
 }
 
 async fn run_async(a: BenchArgs) -> Result<(), String> {
+    if a.quick && a.target != TargetKind::Baton {
+        return Err("--quick runs against Baton only".into());
+    }
+    if a.spawn && a.target != TargetKind::Baton {
+        return Err("--spawn starts a Baton; start other systems with scripts/peers/<system>.sh start".into());
+    }
+    let workers = a.workers.unwrap_or(
+        if matches!(a.workload, Some(Workload::Fixed | Workload::Ramp | Workload::E2e)) && !a.quick { 64 } else { 8 },
+    );
+    let pipeline = a.workload == Some(Workload::Pipeline);
+    let pool = workers.max(8);
+    match a.target {
+        TargetKind::Baton => run_baton(&a, workers).await,
+        // ---- Kafka arms: replaced by the Kafka engineer (crates/bench/src/kafka.rs). ----
+        TargetKind::BatonKafka => kafka::run(&a, kafka::Flavor::BatonKafka, workers).await,
+        TargetKind::Kafka => kafka::run(&a, kafka::Flavor::Kafka, workers).await,
+        // ---- end of the Kafka arms ----
+        TargetKind::Rabbitmq => {
+            no_pipeline(pipeline, "rabbitmq")?;
+            let t = peers::rabbitmq::Rabbit::connect(&peer_addr(&a, peers::rabbitmq::DEFAULT_ADDR), pool, a.wait_ms)
+                .await?;
+            run_with(Arc::new(t), &a, workers).await
+        }
+        TargetKind::Nats => {
+            no_pipeline(pipeline, "nats")?;
+            let t = peers::nats::Nats::connect(&peer_addr(&a, peers::nats::DEFAULT_ADDR), a.wait_ms).await?;
+            run_with(Arc::new(t), &a, workers).await
+        }
+        TargetKind::Redis => {
+            no_pipeline(pipeline, "redis")?;
+            let t = peers::redis::RedisStreams::connect(&peer_addr(&a, peers::redis::DEFAULT_ADDR), pool, a.wait_ms)
+                .await?;
+            run_with(Arc::new(t), &a, workers).await
+        }
+        TargetKind::Postgres => {
+            let t = peers::postgres::Postgres::connect(&peer_addr(&a, peers::postgres::DEFAULT_ADDR), pool, a.wait_ms)
+                .await?;
+            if pipeline {
+                run_pipeline_with(Arc::new(t), &a, workers).await
+            } else {
+                run_with(Arc::new(t), &a, workers).await
+            }
+        }
+    }
+}
+
+fn peer_addr(a: &BenchArgs, default: &str) -> String {
+    a.addr.clone().unwrap_or_else(|| default.to_string())
+}
+
+fn no_pipeline(pipeline: bool, system: &str) -> Result<(), String> {
+    if pipeline {
+        return Err(format!(
+            "pipeline: not built for {system}; it runs on baton, postgres and kafka, whose one commit covers \
+             consuming the inputs and writing the outputs"
+        ));
+    }
+    Ok(())
+}
+
+/// Baton over HTTP, at --url or started here (--spawn, --quick).
+async fn run_baton(a: &BenchArgs, workers: usize) -> Result<(), String> {
     let mut spawned = if a.spawn || a.quick {
         let s = spawn::Spawned::start(a.server_bin.as_deref())?;
         eprintln!("bench: started baton (pid {}) at {}", s.pid(), s.url);
@@ -143,11 +254,6 @@ async fn run_async(a: BenchArgs) -> Result<(), String> {
         None
     };
     let url = spawned.as_ref().map_or(a.url.clone(), |s| s.url.clone());
-    let workers = a.workers.unwrap_or(if matches!(a.workload, Some(Workload::Fixed | Workload::Ramp)) && !a.quick {
-        64
-    } else {
-        8
-    });
     let target = Arc::new(BatonHttp::new(&url, workers.max(8), a.wait_ms)?);
     if let Err(e) = target.wait_healthy(Duration::from_secs(30)).await {
         if let Some(s) = spawned.as_mut() {
@@ -156,14 +262,35 @@ async fn run_async(a: BenchArgs) -> Result<(), String> {
         }
         return Err(e.to_string());
     }
-    target.setup(&a.queue, a.partitions).await?;
+    let res = if a.workload == Some(Workload::Pipeline) {
+        let p = Arc::new(baton_pipeline::BatonPipeline::new(&url, workers.max(8))?);
+        run_pipeline_with(p, a, workers).await
+    } else {
+        run_with(target, a, workers).await
+    };
+    if let (Err(f), Some(s)) = (&res, spawned.as_mut()) {
+        if s.check_alive().is_err() {
+            return Err(format!("{f}; server log:\n{}", s.log()));
+        }
+    }
+    res
+}
 
+/// Set up `target` and run the workload (or --quick) on it; print the
+/// table, append the JSON lines; fail if the run had errors.
+pub async fn run_with<T: Target>(target: Arc<T>, a: &BenchArgs, workers: usize) -> Result<(), String> {
+    target.setup(&a.queue, a.partitions).await?;
     let res = if a.quick {
-        quick(&target, &a).await
+        quick(&target, a).await
     } else {
         let wl = a.workload.expect("clap requires a workload without --quick");
-        run_workload(&target, &a, wl, workers).await
+        run_workload(&target, a, wl, workers).await
     };
+    finish(res, a)
+}
+
+/// Print and save the rows of a run; its failure (if any) becomes the error.
+fn finish(res: Outcome, a: &BenchArgs) -> Result<(), String> {
     let (rows, failure) = match res {
         Ok(rows) => (rows, None),
         Err((rows, e)) => (rows, Some(e)),
@@ -172,12 +299,69 @@ async fn run_async(a: BenchArgs) -> Result<(), String> {
     if let Some(p) = &a.json_out {
         report::append_json(p, &rows).map_err(|e| format!("{}: {e}", p.display()))?;
     }
-    if let (Some(f), Some(s)) = (&failure, spawned.as_mut()) {
-        if s.check_alive().is_err() {
-            return Err(format!("{f}; server log:\n{}", s.log()));
+    failure.map_or(Ok(()), Err)
+}
+
+/// The pipeline workload on `target`: feed, steps, verify; one row.
+pub async fn run_pipeline_with<P: PipelineTarget>(target: Arc<P>, a: &BenchArgs, workers: usize) -> Result<(), String> {
+    let count = a.count.unwrap_or(10_000);
+    let pp = PipelineParams {
+        name: format!("{}-{}", a.queue, workload::run_prefix()),
+        partitions: a.partitions,
+        count,
+        feed_batch: a.feed_batch.max(1),
+        size: a.size,
+        workers,
+        batch: a.batch as usize,
+        duration: Duration::from_secs_f64(a.duration.unwrap_or(60.0)),
+        idle: Duration::from_millis(a.wait_ms.saturating_mul(10).max(5000)),
+        progress: !a.no_progress,
+    };
+    let m = pipeline::run(target.clone(), &pp).await?;
+    eprintln!("pipeline: fed {} messages in {:.2} s ({} per request)", m.fed, m.feed_secs, pp.feed_batch);
+    let mut p = params(a, workers, a.batch);
+    p.count = Some(count);
+    p.queue = pp.name.clone();
+    let mut r = Row::new("pipeline", target.system(), target.ack_meaning(), p);
+    r.msgs = m.msgs;
+    r.secs = m.secs;
+    r.rate = if m.secs > 0.0 { m.msgs as f64 / m.secs } else { 0.0 };
+    r.requests = m.transactions;
+    r.errors = m.errors;
+    r.label = a.label.clone();
+    r.first_error = m.first_error.clone();
+    r.set_latency(m.latency.summary());
+    let mut problems = Vec::new();
+    if m.errors > 0 {
+        problems.push(format!("{} errors", m.errors));
+    }
+    if m.fed < count {
+        problems.push(format!("fed {} of {count}", m.fed));
+    }
+    match &m.verdict {
+        None => problems.push("the verifier could not read the outputs back".into()),
+        Some(v) => {
+            if !v.exactly_once() {
+                problems.push("exactly-once check failed".into());
+            }
+            if v.order() == Some(false) {
+                problems.push("order check failed".into());
+            }
+            r.pipeline = Some(PipelineCheck {
+                transactions: m.transactions,
+                transactions_per_sec: if m.secs > 0.0 { m.transactions as f64 / m.secs } else { 0.0 },
+                fed: m.fed,
+                remaining: v.remaining,
+                exactly_once: v.exactly_once(),
+                order: v.order(),
+                out_of_order_pairs: v.out_of_order.len() as u64,
+                summary: v.summary(),
+            });
         }
     }
-    failure.map_or(Ok(()), Err)
+    let res =
+        if problems.is_empty() { Ok(vec![r]) } else { Err((vec![r], format!("pipeline: {}", problems.join("; ")))) };
+    finish(res, a)
 }
 
 type Outcome = Result<Vec<Row>, (Vec<Row>, String)>;
@@ -215,6 +399,7 @@ fn closed_row<T: Target>(t: &T, workload: &str, p: Params, m: &Measured, label: 
         held: None,
         service_p99_us: None,
         ack_meaning: t.ack_meaning().into(),
+        pipeline: None,
         label: label.clone(),
         first_error: m.first_error.clone(),
     };
@@ -246,6 +431,7 @@ fn open_row<T: Target>(t: &T, workload: &str, mut p: Params, m: &StepMeasured, a
         held: Some(held),
         service_p99_us: Some(m.service.summary().p99_us),
         ack_meaning: t.ack_meaning().into(),
+        pipeline: None,
         label: a.label.clone(),
         first_error: m.first_error.clone(),
     };
@@ -346,6 +532,8 @@ async fn run_workload<T: Target>(t: &Arc<T>, a: &BenchArgs, wl: Workload, worker
                 None => return Err((rows, format!("ramp: not even the first rate ({}) held", a.rate))),
             }
         }
+        Workload::Pipeline => return Err((rows, "pipeline runs through run_pipeline_with".into())),
+        Workload::E2e => rows.push(kafka::e2e::row(t, a, workers).await),
     }
     let closed_errors: u64 = rows.iter().filter(|r| r.held.is_none()).map(|r| r.errors).sum();
     if closed_errors > 0 {

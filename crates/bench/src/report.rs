@@ -50,14 +50,62 @@ pub struct Row {
     /// Open loop only: p99 of service time (from the actual send), µs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_p99_us: Option<u64>,
+    /// What the system's "ok" means (fsync or not, replicated or not): every row carries it.
     pub ack_meaning: String,
+    /// Pipeline only: transaction rate and the verifier's findings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<PipelineCheck>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
 }
 
+/// What a pipeline row adds: committed transactions per second and the verifier's findings.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PipelineCheck {
+    pub transactions: u64,
+    pub transactions_per_sec: f64,
+    pub fed: u64,
+    /// Inputs not consumed when the run stopped.
+    pub remaining: u64,
+    /// Every fed message exactly once in the outputs or the remaining inputs, and nothing else.
+    pub exactly_once: bool,
+    /// FIFO per partition held; None when the system does not promise it.
+    pub order: Option<bool>,
+    pub out_of_order_pairs: u64,
+    /// The verifier's one-line account.
+    pub summary: String,
+}
+
 impl Row {
+    /// A row with no measurement yet: the fields every workload sets, the rest zero or None.
+    pub fn new(workload: &str, system: &str, ack_meaning: &str, params: Params) -> Row {
+        Row {
+            workload: workload.into(),
+            system: system.into(),
+            params,
+            msgs: 0,
+            secs: 0.0,
+            rate: 0.0,
+            requests: 0,
+            errors: 0,
+            p50_us: 0,
+            p99_us: 0,
+            p999_us: 0,
+            max_us: 0,
+            offered: None,
+            answered_late: None,
+            behind: None,
+            held: None,
+            service_p99_us: None,
+            ack_meaning: ack_meaning.into(),
+            pipeline: None,
+            label: None,
+            first_error: None,
+        }
+    }
+
     pub fn set_latency(&mut self, p: Percentiles) {
         self.p50_us = p.p50_us;
         self.p99_us = p.p99_us;
@@ -97,10 +145,23 @@ pub fn markdown(rows: &[Row]) -> String {
             r.held.map_or("-", |h| if h { "yes" } else { "no" }),
         ));
     }
-    let mut meanings: Vec<(&str, &str)> = rows.iter().map(|r| (r.system.as_str(), r.ack_meaning.as_str())).collect();
-    meanings.dedup();
+    let mut meanings: Vec<(&str, &str)> = Vec::new();
+    for r in rows {
+        let m = (r.system.as_str(), r.ack_meaning.as_str());
+        if !meanings.contains(&m) {
+            meanings.push(m);
+        }
+    }
     for (sys, m) in meanings {
         s.push_str(&format!("\n{sys}: \"ok\" means {m}.\n"));
+    }
+    for r in rows {
+        if let Some(c) = &r.pipeline {
+            s.push_str(&format!(
+                "\n{} ({}): {} transactions, {:.0} tx/s; {}\n",
+                r.workload, r.system, c.transactions, c.transactions_per_sec, c.summary
+            ));
+        }
     }
     for r in rows.iter().filter(|r| r.first_error.is_some()) {
         s.push_str(&format!("\n{} first error: {}\n", r.workload, r.first_error.as_deref().unwrap_or_default()));
@@ -152,6 +213,7 @@ mod tests {
             held: None,
             service_p99_us: None,
             ack_meaning: "durable".into(),
+            pipeline: None,
             label: None,
             first_error: None,
         }
@@ -174,5 +236,30 @@ mod tests {
         assert_eq!(v["params"]["count"], 10);
         assert_eq!(v["ack_meaning"], "durable");
         assert!(v.get("held").is_none());
+        assert!(v.get("pipeline").is_none());
+    }
+
+    #[test]
+    fn pipeline_rows_carry_the_check() {
+        let mut r = Row::new("pipeline", "postgres", "fsync per commit", row().params);
+        r.pipeline = Some(PipelineCheck {
+            transactions: 10,
+            transactions_per_sec: 5.0,
+            fed: 100,
+            remaining: 0,
+            exactly_once: true,
+            order: None,
+            out_of_order_pairs: 2,
+            summary: "exactly-once ok".into(),
+        });
+        let t = markdown(&[row(), r.clone()]);
+        assert!(t.contains("postgres: \"ok\" means fsync per commit."), "{t}");
+        assert!(t.contains("baton: \"ok\" means durable."), "{t}");
+        assert!(t.contains("pipeline (postgres): 10 transactions, 5 tx/s; exactly-once ok"), "{t}");
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["system"], "postgres");
+        assert_eq!(v["ack_meaning"], "fsync per commit");
+        assert_eq!(v["pipeline"]["exactly_once"], true);
+        assert!(v["pipeline"]["order"].is_null());
     }
 }
