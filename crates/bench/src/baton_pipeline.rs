@@ -9,12 +9,14 @@
 //! work stays small next to the server's.
 
 use crate::baton::{push_body, BatonHttp};
+use crate::hist::Latency;
 use crate::pipeline::{Output, PipelineTarget};
 use crate::target::{BenchError, Msg, Result};
 use reqwest::{Client, StatusCode};
 use serde::Deserialize;
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
 
 pub const PIPELINE_ACK_MEANING: &str = "a transaction's 200 success:true comes after its one log entry (acks + \
      pushes) is fdatasync'd and applied; a lease that expired before the commit commits nothing";
@@ -24,6 +26,8 @@ pub struct BatonPipeline {
     base: String,
     lease_secs: u64,
     names: OnceLock<Names>,
+    /// The transaction request alone (issue #3's "commit latency").
+    commits: Mutex<Latency>,
 }
 
 struct Names {
@@ -97,6 +101,7 @@ impl BatonPipeline {
             base: base.trim_end_matches('/').to_string(),
             lease_secs: 30,
             names: OnceLock::new(),
+            commits: Mutex::new(Latency::new()),
         })
     }
 
@@ -130,6 +135,10 @@ impl PipelineTarget for BatonPipeline {
 
     fn fifo_per_partition(&self) -> bool {
         true
+    }
+
+    fn commit_latency(&self) -> Option<Latency> {
+        Some(self.commits.lock().unwrap_or_else(|e| e.into_inner()).clone())
     }
 
     /// Queues `<name>-in` and `<name>-out`, partitions `p0`..
@@ -195,10 +204,12 @@ impl PipelineTarget for BatonPipeline {
         }
         let lease = p.lease_id.as_deref().ok_or_else(|| BenchError("pop: answer without a leaseId".into()))?;
         let body = txn_body(n, &p.partition, lease, &p.messages);
+        let t0 = Instant::now();
         let (st, b) = self.post("/api/v1/transaction", body).await?;
         if st != StatusCode::OK || memchr::memmem::find(&b, b"\"success\":true").is_none() {
             return Err(BenchError(format!("transaction: HTTP {st}: {}", snippet(&b))));
         }
+        self.commits.lock().unwrap_or_else(|e| e.into_inner()).record(t0.elapsed());
         Ok(p.messages.len())
     }
 

@@ -12,7 +12,7 @@ pub struct Latency {
 }
 
 /// The figures a report shows.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Percentiles {
     pub count: u64,
     pub p50_us: u64,

@@ -159,6 +159,10 @@ pub struct BenchArgs {
     /// Consume: long-poll time of each pop, ms; consume --count gives up after this long with no message (×10).
     #[arg(long, default_value_t = 1000)]
     pub wait_ms: u64,
+    /// Pipeline: start steps at this many per second overall (open loop; latency from each
+    /// step's due instant). Without it the pipeline runs closed loop, as fast as it goes.
+    #[arg(long)]
+    pub pipeline_rate: Option<f64>,
     /// Pipeline: messages per feed request (the feed comes before the measured steps).
     #[arg(long, default_value_t = 100)]
     pub feed_batch: u64,
@@ -316,6 +320,7 @@ pub async fn run_pipeline_with<P: PipelineTarget>(target: Arc<P>, a: &BenchArgs,
         duration: Duration::from_secs_f64(a.duration.unwrap_or(60.0)),
         idle: Duration::from_millis(a.wait_ms.saturating_mul(10).max(5000)),
         progress: !a.no_progress,
+        rate: a.pipeline_rate,
     };
     let m = pipeline::run(target.clone(), &pp).await?;
     eprintln!("pipeline: fed {} messages in {:.2} s ({} per request)", m.fed, m.feed_secs, pp.feed_batch);
@@ -331,6 +336,19 @@ pub async fn run_pipeline_with<P: PipelineTarget>(target: Arc<P>, a: &BenchArgs,
     r.label = a.label.clone();
     r.first_error = m.first_error.clone();
     r.set_latency(m.latency.summary());
+    if let Some(c) = &m.commit_latency {
+        let q = c.summary();
+        let ms = |us: u64| us as f64 / 1000.0;
+        eprintln!(
+            "pipeline: commit alone: p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, max {:.2} ms ({} commits)",
+            ms(q.p50_us),
+            ms(q.p99_us),
+            ms(q.p999_us),
+            ms(q.max_us),
+            q.count
+        );
+        r.commit = Some(q);
+    }
     let mut problems = Vec::new();
     if m.errors > 0 {
         problems.push(format!("{} errors", m.errors));
@@ -400,6 +418,7 @@ fn closed_row<T: Target>(t: &T, workload: &str, p: Params, m: &Measured, label: 
         service_p99_us: None,
         ack_meaning: t.ack_meaning().into(),
         pipeline: None,
+        commit: None,
         label: label.clone(),
         first_error: m.first_error.clone(),
     };
@@ -432,6 +451,7 @@ fn open_row<T: Target>(t: &T, workload: &str, mut p: Params, m: &StepMeasured, a
         service_p99_us: Some(m.service.summary().p99_us),
         ack_meaning: t.ack_meaning().into(),
         pipeline: None,
+        commit: None,
         label: a.label.clone(),
         first_error: m.first_error.clone(),
     };

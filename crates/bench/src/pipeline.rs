@@ -80,6 +80,12 @@ pub trait PipelineTarget: Send + Sync + 'static {
 
     /// The txids of the inputs still not consumed.
     fn remaining_inputs(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
+
+    /// Latency of the commit alone (without taking the inputs), when the
+    /// system's step is two requests and the commit can be timed apart.
+    fn commit_latency(&self) -> Option<Latency> {
+        None
+    }
 }
 
 /// How a pipeline run is shaped.
@@ -98,6 +104,10 @@ pub struct PipelineParams {
     pub duration: Duration,
     /// The step phase also stops after this long without a committed input.
     pub idle: Duration,
+    /// Open loop: start steps at this many per second overall (the
+    /// workers share one schedule), latency counted from each step's due
+    /// instant, so a system that falls behind shows it. None: closed loop.
+    pub rate: Option<f64>,
     pub progress: bool,
 }
 
@@ -113,8 +123,11 @@ pub struct PipelineMeasured {
     pub secs: f64,
     pub errors: u64,
     pub first_error: Option<String>,
-    /// Latency of each step that committed at least one input.
+    /// Latency of each step that committed at least one input (open loop:
+    /// from its due instant).
     pub latency: Latency,
+    /// The target's commit-only latency, when it measures one.
+    pub commit_latency: Option<Latency>,
     /// None when the read-back for the verifier failed (then `first_error` says why).
     pub verdict: Option<Verdict>,
 }
@@ -301,15 +314,24 @@ pub async fn run<P: PipelineTarget>(t: Arc<P>, pp: &PipelineParams) -> Result<Pi
     let prog = Progress::start("pipeline".into(), done.clone(), pp.progress);
     let start = Instant::now();
     let deadline = start + pp.duration;
+    let tickets = Arc::new(AtomicU64::new(0));
     let mut workers = Vec::new();
     for _ in 0..pp.workers.max(1) {
         let (t, done, errs, last_progress) = (t.clone(), done.clone(), errs.clone(), last_progress.clone());
-        let (batch, idle) = (pp.batch.max(1), pp.idle);
+        let (batch, idle, rate, tickets) = (pp.batch.max(1), pp.idle, pp.rate, tickets.clone());
         workers.push(tokio::spawn(async move {
             let mut lat = Latency::new();
             let (mut txs, mut last) = (0u64, start);
             while done.load(Ordering::Relaxed) < total && Instant::now() < deadline {
-                let t0 = Instant::now();
+                let t0 = match rate {
+                    Some(r) => {
+                        let k = tickets.fetch_add(1, Ordering::Relaxed);
+                        let due = start + Duration::from_secs_f64(k as f64 / r);
+                        tokio::time::sleep_until(due.into()).await;
+                        due
+                    }
+                    None => Instant::now(),
+                };
                 match t.step(batch).await {
                     Ok(0) => {
                         if last_progress.lock().expect("lock").elapsed() >= idle {
@@ -363,6 +385,7 @@ pub async fn run<P: PipelineTarget>(t: Arc<P>, pp: &PipelineParams) -> Result<Pi
         errors: errs.count.load(Ordering::Relaxed),
         first_error,
         latency,
+        commit_latency: t.commit_latency(),
         verdict,
     })
 }

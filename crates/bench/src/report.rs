@@ -55,6 +55,10 @@ pub struct Row {
     /// Pipeline only: transaction rate and the verifier's findings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<PipelineCheck>,
+    /// Pipeline only: latency of the commit request alone, for systems whose
+    /// step is two requests (take, then commit) and that time it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<crate::hist::Percentiles>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -101,6 +105,7 @@ impl Row {
             service_p99_us: None,
             ack_meaning: ack_meaning.into(),
             pipeline: None,
+            commit: None,
             label: None,
             first_error: None,
         }
@@ -214,6 +219,7 @@ mod tests {
             service_p99_us: None,
             ack_meaning: "durable".into(),
             pipeline: None,
+            commit: None,
             label: None,
             first_error: None,
         }
