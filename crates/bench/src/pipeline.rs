@@ -547,7 +547,21 @@ mod tests {
             duration,
             idle: Duration::from_secs(2),
             progress: false,
+            rate: None,
         }
+    }
+
+    /// Paced steps cannot finish before their schedule: 1000 messages in
+    /// steps of at most 5 at 400 steps/s is at least 200 steps, 0.5 s.
+    #[tokio::test]
+    async fn a_paced_run_keeps_to_its_schedule() {
+        let mut pp = params(1000, Duration::from_secs(30));
+        pp.rate = Some(400.0);
+        let t0 = Instant::now();
+        let m = run(Arc::new(Mem::new(None, Duration::ZERO)), &pp).await.unwrap();
+        assert_eq!((m.msgs, m.errors), (1000, 0));
+        assert!(t0.elapsed() >= Duration::from_millis(490), "ran ahead of its schedule: {:?}", t0.elapsed());
+        assert!(m.verdict.unwrap().exactly_once());
     }
 
     #[tokio::test]

@@ -156,6 +156,7 @@ async fn postgres_queue_round_trip_and_pipeline() {
         duration: Duration::from_secs(60),
         idle: Duration::from_secs(5),
         progress: false,
+        rate: None,
     };
     let m = pipeline::run(t, &pp).await.unwrap();
     assert_eq!(m.errors, 0, "{:?}", m.first_error);
