@@ -1,0 +1,38 @@
+#!/bin/bash
+# txn.sh OUT.jsonl [RUNS] -- issue #3's transaction benchmarks on Baton alone:
+# the take-work-commit pipeline over 200 input and 200 output partitions,
+# (a) one message per transaction, (b) ten per transaction, both closed loop,
+# then (c) one per transaction open loop at half of (a)'s rate, for the commit
+# p99. Each case on a fresh server and data directory, RUNS times (default 3).
+# After each run it scrapes /metrics and prints the server's CPU per committed
+# transaction by thread (planner, WAL, HTTP runtime): the planner's cost per
+# transaction. Run from the repository root after `cargo build --release`;
+# nothing else should be running.
+set -u
+OUT=${1:?output jsonl}; RUNS=${2:-3}
+B=target/release/baton
+URL=http://127.0.0.1:6632
+start() { rm -rf /tmp/txn-bench-data; $B serve --data-dir /tmp/txn-bench-data >/dev/null 2>/tmp/txn-bench-server.log </dev/null & SP=$!
+  for _ in $(seq 100); do curl -sf $URL/health >/dev/null && break; sleep 0.05; done; }
+stop() { kill -TERM $SP; wait $SP 2>/dev/null; }
+cpu() { # label: server CPU per committed transaction, by thread
+  curl -s $URL/metrics | python3 -c '
+import sys
+d = {}
+for l in sys.stdin:
+    if l.startswith("baton_thread_cpu_seconds_total") or l.startswith("baton_transactions_total"):
+        k, v = l.rsplit(" ", 1); d[k] = float(v)
+t = d.get("baton_transactions_total", 0) or 1
+parts = ", ".join(f"{k.split(chr(34))[1]} {v * 1e6 / t:.1f}" for k, v in sorted(d.items()) if "thread" in k)
+print(f"'"$1"': server CPU us per transaction: {parts}")'; }
+run() { # label batch count [extra...]
+  local label=$1 batch=$2 count=$3; shift 3
+  $B bench pipeline --url $URL --partitions 200 --workers 256 --batch "$batch" --count "$count" \
+    --json-out "$OUT" --label "$label" --no-progress "$@" 2>&1 | grep -E "tx/s|commit alone"
+  cpu "$label"; }
+for r in $(seq "$RUNS"); do
+  start; run "txn1-r$r" 1 150000; stop
+  start; run "txn10-r$r" 10 600000; stop
+  rate=$(python3 -c "import json; print(int([json.loads(l) for l in open('$OUT') if '\"txn1-r$r\"' in l][-1]['pipeline']['transactions_per_sec']/2))")
+  start; run "txn1-half-r$r" 1 $((rate * 30)) --pipeline-rate "$rate"; stop
+done
