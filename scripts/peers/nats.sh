@@ -83,6 +83,12 @@ start() {
   setsid nohup nats-server -a 127.0.0.1 -p "$PORT" -m "$MPORT" -js -sd "$DATA" \
     -l "$PEER/nats.log" >"$PEER/console.log" 2>&1 </dev/null &
   echo $! >"$PIDFILE"
+  # Until the background child has exec'd setsid, its cmdline is this script's,
+  # and pid() would take the server for gone (and leave it running).
+  for _ in $(seq 50); do
+    grep -q 'nats-server' "/proc/$(cat "$PIDFILE")/cmdline" 2>/dev/null && break
+    sleep 0.1
+  done
   echo "$PORT" >"$PEER/port"
   local deadline=$((SECONDS + START_TIMEOUT))
   while [ $SECONDS -lt $deadline ]; do
