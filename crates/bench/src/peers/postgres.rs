@@ -80,15 +80,21 @@ fn suffixed(table: &str, suffix: &str) -> String {
     format!("{}{suffix}\"", table.trim_end_matches('"'))
 }
 
+/// Stay under PostgreSQL's default connection limit.
+const MAX_CONNECTIONS: usize = 90;
+
 impl Postgres {
     /// `addr`: a libpq-style connection string; `pool` = most connections.
     pub async fn connect(addr: &str, pool: usize, wait_ms: u64) -> Result<Postgres> {
         let cfg: tokio_postgres::Config = addr.parse().map_err(|e| BenchError(format!("--addr {addr:?}: {e}")))?;
         let mgr = Manager::from_config(cfg, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         // A consume holds its connection until its ack: room for every worker
-        // holding one while the others produce.
+        // holding one while the others produce, but never more than the
+        // server's default `max_connections` (100, 3 kept for superusers)
+        // allows; past it, callers wait for a free connection instead of
+        // failing with "too many clients".
         let pool = Pool::builder(mgr)
-            .max_size(pool.max(1) * 2)
+            .max_size((pool.max(1) * 2).min(MAX_CONNECTIONS))
             .build()
             .map_err(|e| BenchError(format!("postgres pool: {e}")))?;
         let pg = Postgres {
