@@ -25,7 +25,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 const FILE: &str = "checkpoint.bin";
-const MAGIC: &[u8; 8] = b"BATNCKP1";
+/// Format 2 (D13): the dedup index is rebuilt on load, not stored.
+const MAGIC: &[u8; 8] = b"BATNCKP2";
+const OLD_MAGIC: &[u8; 8] = b"BATNCKP1";
 
 pub struct Snapshot {
     pub index: u64,
@@ -93,6 +95,13 @@ fn load(dir: &Path) -> Result<Option<State>, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("read {}: {e}", path.display())),
     };
+    if bytes.len() >= 12 && &bytes[..8] == OLD_MAGIC {
+        return Err(format!(
+            "{} was written by an older Baton (checkpoint format 1); this build reads format 2 only: \
+             start with a fresh --data-dir",
+            path.display()
+        ));
+    }
     if bytes.len() < 12 || &bytes[..8] != MAGIC {
         return Err(format!("{} is not a Baton checkpoint", path.display()));
     }
@@ -157,4 +166,20 @@ pub fn recover(storage: StorageConfig, wal: &WalConfig) -> Result<(State, u64), 
         p.durable.store(p.end, Ordering::Release);
     }
     Ok((state, info.next_index.max(from)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A format-1 checkpoint (before D13) is refused with a reason, not misread.
+    #[test]
+    fn an_older_format_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = OLD_MAGIC.to_vec();
+        bytes.extend_from_slice(&[0u8; 16]);
+        fs::write(dir.path().join(FILE), bytes).unwrap();
+        let e = load(dir.path()).err().expect("refused");
+        assert!(e.contains("older Baton") && e.contains("format 1"), "{e}");
+    }
 }
