@@ -13,7 +13,7 @@
 
 use crate::hist::Latency;
 use crate::target::{Msg, Result};
-use crate::workload::{payload, run_prefix, Progress};
+use crate::workload::{join_workers, payload, run_prefix, ErrLog, Progress};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -250,27 +250,13 @@ pub fn verify(fed: &[(u32, String)], outputs: &[Output], remaining: &[String], f
     v
 }
 
-#[derive(Default)]
-struct Errs {
-    count: AtomicU64,
-    first: Mutex<Option<String>>,
-}
-
-impl Errs {
-    fn note(&self, e: impl ToString) {
-        if self.count.fetch_add(1, Ordering::Relaxed) == 0 {
-            *self.first.lock().expect("error lock") = Some(e.to_string());
-        }
-    }
-}
-
 /// Run the whole pipeline workload against `t`: setup, feed, steps, verify.
 pub async fn run<P: PipelineTarget>(t: Arc<P>, pp: &PipelineParams) -> Result<PipelineMeasured> {
     let parts = pp.partitions.max(1);
     t.setup(&pp.name, parts).await?;
     let prefix = run_prefix();
     let body = payload(pp.size);
-    let errs = Arc::new(Errs::default());
+    let errs = Arc::new(ErrLog::default());
 
     // Feed: message i goes to partition i % parts; one task per partition
     // sends its messages in txid order, so that is the feed order.
@@ -357,14 +343,7 @@ pub async fn run<P: PipelineTarget>(t: Arc<P>, pp: &PipelineParams) -> Result<Pi
             (lat, txs, last)
         }));
     }
-    let mut latency = Latency::new();
-    let (mut transactions, mut end) = (0u64, start);
-    for w in workers {
-        let (l, n, last) = w.await.expect("pipeline worker panicked");
-        latency.merge(&l);
-        transactions += n;
-        end = end.max(last);
-    }
+    let (latency, transactions, end) = join_workers(workers, start, "pipeline").await;
     prog.finish().await;
     let msgs = done.load(Ordering::Relaxed);
 
@@ -375,14 +354,14 @@ pub async fn run<P: PipelineTarget>(t: Arc<P>, pp: &PipelineParams) -> Result<Pi
             None
         }
     };
-    let first_error = errs.first.lock().expect("error lock").clone();
+    let (errors, first_error) = errs.take();
     Ok(PipelineMeasured {
         fed: total,
         feed_secs,
         msgs,
         transactions,
         secs: (end - start).as_secs_f64(),
-        errors: errs.count.load(Ordering::Relaxed),
+        errors,
         first_error,
         latency,
         commit_latency: t.commit_latency(),

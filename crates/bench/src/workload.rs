@@ -78,21 +78,39 @@ fn make_batch(prefix: &str, first: u64, n: u64, partition: u32, payload: &Bytes)
     (first..first + n).map(|i| Msg { partition, txid: format!("{prefix}-{i}"), payload: payload.clone() }).collect()
 }
 
+/// Errors of a run: how many, and the first one's text.
 #[derive(Default)]
-struct ErrLog {
+pub(crate) struct ErrLog {
     count: AtomicU64,
     first: Mutex<Option<String>>,
 }
 
 impl ErrLog {
-    fn note(&self, e: impl ToString) {
+    pub(crate) fn note(&self, e: impl ToString) {
         if self.count.fetch_add(1, Ordering::Relaxed) == 0 {
             *self.first.lock().expect("error log lock") = Some(e.to_string());
         }
     }
-    fn take(&self) -> (u64, Option<String>) {
+    pub(crate) fn take(&self) -> (u64, Option<String>) {
         (self.count.load(Ordering::Relaxed), self.first.lock().expect("error log lock").clone())
     }
+}
+
+/// Wait for closed-loop workers that each return (latency, requests, time of
+/// their last answer): the merged latency, the total, and the latest answer.
+pub(crate) async fn join_workers(
+    tasks: Vec<tokio::task::JoinHandle<(Latency, u64, Instant)>>,
+    start: Instant,
+    what: &str,
+) -> (Latency, u64, Instant) {
+    let (mut latency, mut requests, mut end) = (Latency::new(), 0, start);
+    for t in tasks {
+        let (l, r, last) = t.await.unwrap_or_else(|e| panic!("{what} worker panicked: {e}"));
+        latency.merge(&l);
+        requests += r;
+        end = end.max(last);
+    }
+    (latency, requests, end)
 }
 
 /// A `\r` progress line on stderr, once a second, while the returned guard lives.
@@ -205,15 +223,7 @@ pub async fn produce<T: Target>(
             (lat, requests, last)
         }));
     }
-    let mut latency = Latency::new();
-    let mut requests = 0;
-    let mut end = start;
-    for t in tasks {
-        let (l, r, last) = t.await.expect("produce worker panicked");
-        latency.merge(&l);
-        requests += r;
-        end = end.max(last);
-    }
+    let (latency, requests, end) = join_workers(tasks, start, "produce").await;
     prog.finish().await;
     let (errors, first_error) = errs.take();
     Measured {
@@ -325,15 +335,7 @@ pub async fn consume<T: Target>(
             (lat, requests, last)
         }));
     }
-    let mut latency = Latency::new();
-    let mut requests = 0;
-    let mut end = start;
-    for t in tasks {
-        let (l, r, last) = t.await.expect("consume worker panicked");
-        latency.merge(&l);
-        requests += r;
-        end = end.max(last);
-    }
+    let (latency, requests, end) = join_workers(tasks, start, "consume").await;
     prog.finish().await;
     let (errors, first_error) = errs.take();
     Measured {
