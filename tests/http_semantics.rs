@@ -432,6 +432,15 @@ async fn metrics_expose_counters_fsync_latency_and_depth() {
     assert!(text.contains("baton_queue_depth{queue=\"met\"} 2"), "{text}");
     assert_eq!(api.metric("baton_acked_messages_total").await, 1.0);
     assert_eq!(api.metric("baton_popped_messages_total").await, 1.0);
+    // Server-side request durations, by route template (never by queue name).
+    let push_count = r#"baton_http_request_duration_seconds_count{method="POST",route="/api/v1/push"}"#;
+    assert_eq!(api.metric(push_count).await, 1.0, "one push request so far");
+    let pop = r#"baton_http_request_duration_seconds_count{method="GET",route="/api/v1/pop/queue/{queue}"}"#;
+    assert_eq!(api.metric(pop).await, 1.0);
+    assert!(!text.contains("route=\"/api/v1/pop/queue/met\""), "labels never carry a queue name: {text}");
+    let (st, _) = api.get("/api/v1/nowhere").await;
+    assert_eq!(st, 404);
+    assert!(!api.metrics().await.contains("nowhere"), "unmatched paths make no series");
 }
 
 #[tokio::test]

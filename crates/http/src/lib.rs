@@ -13,6 +13,7 @@ mod kv;
 mod metrics;
 mod push;
 mod render;
+mod timing;
 mod txn;
 
 use axum::routing::{delete, get, post};
@@ -63,6 +64,7 @@ pub struct AppState {
     pub engine: Engine,
     pub cfg: HttpConfig,
     pub shutdown: Shutdown,
+    pub(crate) times: timing::RequestTimes,
 }
 
 /// Tells open long polls that the server is stopping, so they answer 204 at
@@ -114,7 +116,7 @@ pub fn router(engine: Engine, cfg: HttpConfig) -> Router {
 
 /// The router, with a handle the server triggers on its stop signal to end long polls.
 pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown) -> Router {
-    let state = Arc::new(AppState { engine, cfg, shutdown });
+    let state = Arc::new(AppState { engine, cfg, shutdown, times: timing::RequestTimes::default() });
     Router::new()
         .route("/health", get(admin::health))
         .route("/metrics", get(metrics::prometheus))
@@ -144,6 +146,7 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
         .route("/api/v1/dlq", get(admin::dlq))
         .route("/api/v1/messages/{partition}/{txid}", get(admin::message))
         .route("/api/v1/ephemeral/{*rest}", delete(error::unsupported).get(error::unsupported).post(error::unsupported))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), timing::time_request))
         .fallback(error::not_found)
         // axum's own 405 has an empty body; clients read `{error, code}`.
         .method_not_allowed_fallback(error::method_not_allowed)

@@ -13,14 +13,25 @@ use std::sync::atomic::Ordering::Relaxed;
 
 fn histogram(out: &mut String, name: &str, help: &str, h: &Histogram) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+    series(out, name, "", h);
+}
+
+/// One histogram's samples; `labels` is empty or `k="v",...` without braces.
+fn series(out: &mut String, name: &str, labels: &str, h: &Histogram) {
+    let (sep, braced) = if labels.is_empty() { ("", String::new()) } else { (",", format!("{{{labels}}}")) };
     let mut cum = 0u64;
     let counts = h.bucket_counts();
     for (b, c) in h.bounds().iter().zip(&counts) {
         cum += c;
-        let _ = writeln!(out, "{name}_bucket{{le=\"{b}\"}} {cum}");
+        let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{b}\"}} {cum}");
     }
     cum += counts.last().copied().unwrap_or(0);
-    let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {cum}\n{name}_sum {}\n{name}_count {}", h.sum(), h.count());
+    let _ = writeln!(
+        out,
+        "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {cum}\n{name}_sum{braced} {}\n{name}_count{braced} {}",
+        h.sum(),
+        h.count()
+    );
 }
 
 fn counter(out: &mut String, name: &str, help: &str, v: u64) {
@@ -46,6 +57,17 @@ fn thread_cpu(out: &mut String) {
     );
     for (name, ns) in by_name {
         let _ = writeln!(out, "baton_thread_cpu_seconds_total{{thread=\"{}\"}} {:.6}", label(&name), ns as f64 / 1e9);
+    }
+}
+
+fn request_times(out: &mut String, app: &App) {
+    let name = "baton_http_request_duration_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {name} From an HTTP request routed to its answer ready, by method and route (a long poll includes its wait).\n# TYPE {name} histogram"
+    );
+    for (method, route, h) in app.times.snapshot() {
+        series(out, name, &format!("method=\"{method}\",route=\"{}\"", label(&route)), &h);
     }
 }
 
@@ -96,6 +118,7 @@ pub async fn prometheus(State(app): State<App>) -> Response {
             );
         }
     }
+    request_times(&mut out, &app);
     if let Some(extra) = &app.cfg.extra_metrics {
         (extra.0)(&mut out);
     }

@@ -1,6 +1,7 @@
 //! Wiring only: configuration, start-up, signals and shutdown. Owns no
 //! behaviour of its own; everything it starts lives in a lower crate.
 
+use axum::serve::ListenerExt;
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -99,8 +100,16 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
             let stats = stats.clone();
             http.extra_metrics = Some(baton_http::ExtraMetrics(std::sync::Arc::new(move |out| stats.render(out))));
         }
-        let listener =
-            tokio::net::TcpListener::bind(a.http_addr).await.map_err(|e| format!("bind {}: {e}", a.http_addr))?;
+        // Answers go out as soon as they are ready: Nagle's algorithm would
+        // hold a small answer behind the client's delayed ACK.
+        let listener = tokio::net::TcpListener::bind(a.http_addr)
+            .await
+            .map_err(|e| format!("bind {}: {e}", a.http_addr))?
+            .tap_io(|tcp| {
+                if let Err(e) = tcp.set_nodelay(true) {
+                    tracing::debug!(error = %e, "could not set TCP_NODELAY");
+                }
+            });
         tracing::info!(addr = %a.http_addr, data = %a.data_dir.display(), "baton serving HTTP");
         let stop = baton_http::Shutdown::default();
         let trigger = stop.clone();
