@@ -171,10 +171,19 @@ fn strip_ansi(s: &str) -> String {
     out
 }
 
-fn append(path: &Path, bytes: &[u8]) {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
-    f.write_all(bytes).unwrap();
+/// Where a segment's frames end; after them there may only be preallocated zeros (D16).
+fn used_len(bytes: &[u8]) -> usize {
+    let used: usize = frames(bytes).iter().map(|f| f.1).sum();
+    assert!(bytes[used..].iter().all(|&b| b == 0), "after the frames, only the preallocated zeros");
+    used
+}
+
+/// Writes `bytes` right after the segment's last frame, as a write interrupted there leaves them.
+fn write_after_frames(path: &Path, bytes: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    let used = used_len(&std::fs::read(path).unwrap());
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all_at(bytes, used as u64).unwrap();
 }
 
 fn garbage(n: usize, mut seed: u64) -> Vec<u8> {
@@ -319,8 +328,8 @@ async fn torn_wal_tail_is_truncated_and_data_is_intact() {
     // Round 1: random bytes after the last frame.
     let segs = s.wal_segments();
     let last = segs.last().expect("a wal segment").clone();
-    let len = std::fs::metadata(&last).unwrap().len();
-    append(&last, &garbage(777, 0x9E37_79B9_7F4A_7C15));
+    let len = used_len(&std::fs::read(&last).unwrap()) as u64;
+    write_after_frames(&last, &garbage(777, 0x9E37_79B9_7F4A_7C15));
     s.restart();
     assert_eq!(std::fs::metadata(&last).unwrap().len(), len, "the torn tail is truncated back to the last good frame");
     assert!(s.log().contains("torn"), "the truncation is logged");
@@ -336,12 +345,12 @@ async fn torn_wal_tail_is_truncated_and_data_is_intact() {
     // Round 2: the first half of a real frame, as an interrupted write leaves it.
     let last = s.wal_segments().last().unwrap().clone();
     let bytes = std::fs::read(&last).unwrap();
-    let fr = frames(&bytes);
-    assert_eq!(fr.iter().map(|f| f.1).sum::<usize>(), bytes.len(), "the segment is whole frames");
+    let used = used_len(&bytes);
+    let fr = frames(&bytes[..used]);
     let (off, flen) = *fr.iter().max_by_key(|f| f.1).expect("frames were written after the restart");
-    append(&last, &bytes[off..off + flen / 2]);
+    write_after_frames(&last, &bytes[off..off + flen / 2]);
     s.restart();
-    assert_eq!(std::fs::read(&last).unwrap(), bytes, "the torn frame is cut off");
+    assert_eq!(std::fs::read(&last).unwrap(), &bytes[..used], "the torn frame is cut off");
     assert_log(&fetch_all(&c, &s, "c", "p").await, &t, "after a torn frame");
     assert_eq!(offsets(&pop(&c, &s, "c", "p", 100).await), (8..30).collect::<Vec<_>>());
 }
@@ -349,10 +358,10 @@ async fn torn_wal_tail_is_truncated_and_data_is_intact() {
 /// Flip one byte in the middle of `seg`; returns the offset of the frame it damaged.
 fn flip_middle(seg: &Path) -> usize {
     let mut bytes = std::fs::read(seg).unwrap();
-    let fr = frames(&bytes);
-    assert_eq!(fr.iter().map(|f| f.1).sum::<usize>(), bytes.len(), "whole frames");
+    let used = used_len(&bytes);
+    let fr = frames(&bytes[..used]);
     assert!(fr.len() >= 3, "enough frames to damage one in the middle: {}", fr.len());
-    let mid = bytes.len() / 2;
+    let mid = used / 2;
     let (start, _) = *fr.iter().find(|(o, l)| *o <= mid && mid < o + l).unwrap();
     bytes[mid] ^= 0x5A;
     std::fs::write(seg, &bytes).unwrap();

@@ -4,6 +4,11 @@
 //! that was answered 201 before the failure is present after a restart on a
 //! healthy disk.
 //!
+//! With the WAL preallocated (the default, D16) the log's own writes cannot
+//! run out of space inside a segment; a full disk then shows first as a
+//! partition-file append failing: those items answer `failed` with the
+//! reason, nothing of them is stored, and the server is not latched.
+//!
 //! Needs root to mount a tiny tmpfs; where that is not allowed the test says
 //! so and returns.
 
@@ -21,16 +26,29 @@ impl Drop for Mount {
     }
 }
 
-fn spawn(dir: &std::path::Path, port: u16) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(["serve", "--http-addr", &format!("127.0.0.1:{port}"), "--data-dir"])
-        .arg(dir)
-        .args(["--wal-segment-mb", "1", "--partition-segment-mb", "1", "--checkpoint-interval-secs", "3600"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn baton")
+/// Killed when dropped, so a failing assertion cannot leave a server running.
+struct Baton(std::process::Child);
+
+impl Drop for Baton {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(dir: &std::path::Path, port: u16, prealloc: bool) -> Baton {
+    Baton(
+        Command::new(env!("CARGO_BIN_EXE_baton"))
+            .args(["serve", "--http-addr", &format!("127.0.0.1:{port}"), "--kafka-addr", "127.0.0.1:0", "--data-dir"])
+            .arg(dir)
+            .args(["--wal-segment-mb", "1", "--partition-segment-mb", "1", "--checkpoint-interval-secs", "3600"])
+            .args(["--wal-preallocate", if prealloc { "true" } else { "false" }])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn baton"),
+    )
 }
 
 async fn wait_health(c: &reqwest::Client, port: u16) {
@@ -48,6 +66,15 @@ async fn wait_health(c: &reqwest::Client, port: u16) {
 
 #[tokio::test]
 async fn full_disk_latches_503_and_loses_no_answered_push() {
+    full_disk(false).await;
+}
+
+#[tokio::test]
+async fn full_disk_with_a_preallocated_wal_fails_pushes_and_loses_nothing() {
+    full_disk(true).await;
+}
+
+async fn full_disk(prealloc: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let mnt = tmp.path().join("small");
     std::fs::create_dir_all(&mnt).unwrap();
@@ -59,11 +86,12 @@ async fn full_disk_latches_503_and_loses_no_answered_push() {
     let _m = Mount(mnt.clone());
     let data = mnt.join("data");
     let port = common::free_port();
-    let mut child = spawn(&data, port);
+    let child = spawn(&data, port, prealloc);
     let c = reqwest::Client::new();
     wait_health(&c, port).await;
     let payload = "x".repeat(20_000);
     let mut answered = Vec::new();
+    let mut refused = Vec::new();
     let mut failure = None;
     for i in 0..1000 {
         let items: Vec<Value> =
@@ -77,7 +105,23 @@ async fn full_disk_latches_503_and_loses_no_answered_push() {
         let status = r.status().as_u16();
         let body: Value = r.json().await.unwrap();
         match status {
-            201 => answered.extend((0..5).map(|j| format!("m{i}-{j}"))),
+            201 => {
+                let items = body.as_array().expect("one result per item");
+                for (j, it) in items.iter().enumerate() {
+                    match it["status"].as_str() {
+                        Some("queued") => answered.push(format!("m{i}-{j}")),
+                        Some("failed") => {
+                            refused.push(format!("m{i}-{j}"));
+                            failure.get_or_insert_with(|| it.clone());
+                        }
+                        other => panic!("unexpected item status {other:?}: {body}"),
+                    }
+                }
+                if failure.is_some() {
+                    break;
+                }
+            }
+            // Not added to `refused`: a 503 promises nothing either way about its items.
             503 => {
                 failure = Some(body);
                 break;
@@ -86,27 +130,32 @@ async fn full_disk_latches_503_and_loses_no_answered_push() {
         }
     }
     let failure = failure.expect("a 3 MiB disk filled up and the push failed");
-    assert!(failure["error"].as_str().unwrap_or("").contains("No space"), "503 says why: {failure}");
-    // Latched: health says failed, and later writes are refused even if they are small.
-    let h = c.get(format!("http://127.0.0.1:{port}/health")).send().await.unwrap();
-    assert_eq!(h.status(), 503);
-    let r = c
-        .post(format!("http://127.0.0.1:{port}/api/v1/push"))
-        .json(&json!({"items": [{"queue": "q", "payload": 1}]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 503);
+    assert!(failure["error"].as_str().unwrap_or("").contains("No space"), "the failure says why: {failure}");
     assert!(!answered.is_empty(), "some pushes succeeded before the disk filled");
-    let _ = child.kill();
-    let _ = child.wait();
+    let h = c.get(format!("http://127.0.0.1:{port}/health")).send().await.unwrap();
+    if prealloc {
+        // The WAL never ran out of room; the partition append failed before any entry.
+        assert_eq!(failure["code"], "unavailable", "{failure}");
+        assert_eq!(h.status(), 200, "nothing was latched");
+    } else {
+        // Latched: health says failed, and later writes are refused even if they are small.
+        assert_eq!(h.status(), 503);
+        let r = c
+            .post(format!("http://127.0.0.1:{port}/api/v1/push"))
+            .json(&json!({"items": [{"queue": "q", "payload": 1}]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 503);
+    }
+    drop(child);
 
     // Restart from a copy on a healthy disk: every answered push is there, once.
     let copy = tmp.path().join("copy");
     let st = Command::new("cp").arg("-a").arg(&data).arg(&copy).status().unwrap();
     assert!(st.success());
     let port = common::free_port();
-    let mut child = spawn(&copy, port);
+    let child = spawn(&copy, port, prealloc);
     wait_health(&c, port).await;
     let mut seen = std::collections::HashMap::<String, u32>::new();
     let mut offset = 0u64;
@@ -131,10 +180,12 @@ async fn full_disk_latches_503_and_loses_no_answered_push() {
             offset = rec["offset"].as_u64().unwrap() + 1;
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     for id in &answered {
         assert_eq!(seen.get(id), Some(&1), "answered push {id} must be present exactly once");
     }
     assert!(seen.values().all(|n| *n == 1), "no message is stored twice");
+    for id in &refused {
+        assert!(!seen.contains_key(id), "refused push {id} must not be stored");
+    }
 }

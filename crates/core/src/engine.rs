@@ -25,6 +25,8 @@ use tokio::sync::{oneshot, Notify};
 pub struct EngineConfig {
     pub data_dir: PathBuf,
     pub wal_segment_bytes: u64,
+    /// Zero-fill WAL segments before use (D16).
+    pub wal_preallocate: bool,
     pub partition_segment_bytes: u64,
     pub checkpoint_interval: Duration,
 }
@@ -34,6 +36,7 @@ impl EngineConfig {
         EngineConfig {
             data_dir,
             wal_segment_bytes: 64 << 20,
+            wal_preallocate: true,
             partition_segment_bytes: 64 << 20,
             checkpoint_interval: Duration::from_secs(30),
         }
@@ -143,7 +146,11 @@ impl Engine {
     /// Recover from `data_dir` (checkpoint + WAL replay) and start the threads.
     pub fn start(cfg: EngineConfig) -> Result<Engine, String> {
         let storage = StorageConfig { data_dir: cfg.data_dir.clone(), segment_bytes: cfg.partition_segment_bytes };
-        let wal_cfg = WalConfig { dir: cfg.data_dir.join("wal"), segment_bytes: cfg.wal_segment_bytes };
+        let wal_cfg = WalConfig {
+            dir: cfg.data_dir.join("wal"),
+            segment_bytes: cfg.wal_segment_bytes,
+            preallocate: cfg.wal_preallocate,
+        };
         let (state, next_index) = checkpoint::recover(storage, &wal_cfg)?;
         let wal = WalWriter::start(wal_cfg, next_index).map_err(|e| e.to_string())?;
         let shared = Arc::new(Shared {

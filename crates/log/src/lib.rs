@@ -11,6 +11,7 @@
 mod frame;
 mod recovery;
 mod segment;
+mod spare;
 mod stats;
 mod writer;
 
@@ -31,13 +32,16 @@ pub struct WalConfig {
     /// Rotate when the active segment has reached this many bytes (checked between batches,
     /// so a segment can overshoot by up to one batch).
     pub segment_bytes: u64,
+    /// Zero-fill each segment to `segment_bytes` before writing to it (D16), so an fdatasync
+    /// never has a new file size to commit. Off: segments grow as they are written.
+    pub preallocate: bool,
 }
 
 impl WalConfig {
     pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
 
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        WalConfig { dir: dir.into(), segment_bytes: Self::DEFAULT_SEGMENT_BYTES }
+        WalConfig { dir: dir.into(), segment_bytes: Self::DEFAULT_SEGMENT_BYTES, preallocate: true }
     }
 }
 

@@ -1,5 +1,6 @@
 //! Startup replay: verifies every frame of every segment, hands entries to the caller, and
-//! cuts a torn tail off the last segment.
+//! cuts a torn tail off the last segment. A segment's frames end at its end or where only
+//! zeros follow (a preallocated segment, D16).
 //!
 //! Must never repair anything except a torn tail of the last segment: any other damage (a bad
 //! frame with a valid later frame after it, a bad frame in an older segment, a gap or repeat
@@ -137,6 +138,8 @@ fn scan(
                     next.checked_add(1).ok_or_else(|| ScanError::Corrupt(off, "index space exhausted".to_string()))?;
                 off += len;
             }
+            // A preallocated segment's unwritten zeros (D16): where the log ends, not damage.
+            Decoded::Invalid(_) if bytes[off..].iter().all(|&b| b == 0) => break,
             Decoded::Invalid(reason) => {
                 // A later frame that validates means the log went on after this point, so this
                 // is damage inside acknowledged data, not an interrupted final write.

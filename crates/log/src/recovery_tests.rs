@@ -89,10 +89,13 @@ fn torn_tails_are_truncated_and_the_log_continues() {
     let mut embedded_old = b"torn".to_vec();
     encode(&mut embedded_old, 2, b"nested").unwrap();
 
+    // Zeros alone are a preallocated tail, not a tear: see zero_tail_is_where_the_log_ends.
+    let mut half_then_zeros = half_frame.clone();
+    half_then_zeros.resize(half_frame.len() + 4096, 0);
     let tails: [(&str, Vec<u8>); 6] = [
         ("half frame", half_frame),
         ("garbage", vec![0xAB; 57]),
-        ("zeros", vec![0; 4096]),
+        ("half frame then zeros", half_then_zeros),
         ("bad crc", bad_crc),
         ("lone magic", lone_magic),
         ("embedded old frame", embedded_old),
@@ -122,6 +125,39 @@ fn torn_tails_are_truncated_and_the_log_continues() {
         assert!(got.iter().all(|(i, p)| *p == payload(*i)), "{name}");
         assert_eq!(info.truncated_bytes, 0, "{name}");
     }
+}
+
+/// D16: a preallocated segment's zeros after the last frame end the log cleanly, in the last
+/// segment and in older ones; nothing is truncated or reported.
+#[test]
+fn zero_tail_is_where_the_log_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), 1 << 20);
+    let first = write_segment(dir.path(), 1, 1..=5);
+    append(&first, &[0; 10_000]);
+    let len = fs::metadata(&first).unwrap().len();
+    let (info, got) = recover_all(&c, 1).unwrap();
+    assert_eq!(indexes(&got), vec![1, 2, 3, 4, 5]);
+    assert_eq!(info, RecoveryInfo { next_index: 6, truncated_bytes: 0, entries: 5 });
+    assert_eq!(fs::metadata(&first).unwrap().len(), len, "the zeros are left in place");
+
+    let second = write_segment(dir.path(), 6, 6..=7);
+    append(&second, &[0; 100]);
+    let (info, got) = recover_all(&c, 1).unwrap();
+    assert_eq!(indexes(&got), (1..=7).collect::<Vec<_>>(), "an older segment's zero tail is no damage either");
+    assert_eq!(info.truncated_bytes, 0);
+}
+
+/// Zeros with a valid frame after them are a hole in acknowledged data, not an end.
+#[test]
+fn zeros_before_a_later_frame_are_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg = write_segment(dir.path(), 1, 1..=3);
+    append(&seg, &[0; 64]);
+    let mut later = Vec::new();
+    encode(&mut later, 4, &payload(4)).unwrap();
+    append(&seg, &later);
+    expect_corrupt(recover_all(&cfg(dir.path(), 1 << 20), 1), &seg, offset_of(1, 4));
 }
 
 #[test]

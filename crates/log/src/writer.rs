@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 use std::fs::{self, File};
-use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +22,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use crate::frame;
 use crate::segment::{self, SegmentFile};
+use crate::spare::Spare;
 use crate::stats::WalStats;
 use crate::{WalConfig, WalError, WalItem};
 
@@ -120,6 +121,14 @@ impl WalWriter {
         fs::create_dir_all(&cfg.dir).map_err(|e| WalError::io(format!("creating {}", cfg.dir.display()), e))?;
         let mut segments: VecDeque<SegmentFile> = segment::list(&cfg.dir)?.into();
         let active = open_active(&cfg, &mut segments, next_index)?;
+        let spare = if cfg.preallocate {
+            Some(
+                Spare::start(&cfg.dir, cfg.segment_bytes)
+                    .map_err(|e| WalError::io("starting the wal spare thread", e))?,
+            )
+        } else {
+            None
+        };
         let (tx, rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
             stats: Arc::new(WalStats::new()),
@@ -137,6 +146,7 @@ impl WalWriter {
             segments,
             active,
             active_size: 0,
+            spare,
             next_index,
             buf: Vec::with_capacity(MAX_BATCH_BYTES),
             slots: Vec::new(),
@@ -211,10 +221,13 @@ impl Drop for WalWriter {
 
 fn open_active(cfg: &WalConfig, segments: &mut VecDeque<SegmentFile>, next_index: u64) -> Result<File, WalError> {
     if let Some(last) = segments.back() {
-        let len =
-            fs::metadata(&last.path).map_err(|e| WalError::io(format!("inspecting {}", last.path.display()), e))?.len();
-        if last.first_index == next_index && len == 0 {
-            return segment::open_append(&last.path);
+        let ctx = |e| WalError::io(format!("inspecting {}", last.path.display()), e);
+        let len = fs::metadata(&last.path).map_err(ctx)?.len();
+        // A segment with no frame yet (empty, or only its preallocated zeros) is taken as is.
+        if last.first_index == next_index && (len == 0 || segment::is_blank(&last.path).map_err(ctx)?) {
+            let file = segment::open_write(&last.path)?;
+            preallocate(cfg, &file, &last.path, len)?;
+            return Ok(file);
         }
         // Appending at or before entries already on disk would repeat indexes, which the next
         // recovery would reject: refuse now instead of writing a log that cannot be replayed.
@@ -230,9 +243,21 @@ fn open_active(cfg: &WalConfig, segments: &mut VecDeque<SegmentFile>, next_index
         }
     }
     let seg = segment::create(&cfg.dir, next_index)?;
-    let file = segment::open_append(&seg.path)?;
+    let file = segment::open_write(&seg.path)?;
+    preallocate(cfg, &file, &seg.path, 0)?;
     segments.push_back(seg);
     Ok(file)
+}
+
+/// Zero-fills a blank segment of `len` bytes up to the segment size, when configured. Done
+/// here, before the first write, it costs start-up one segment of zeros; later segments come
+/// from the spare thread.
+fn preallocate(cfg: &WalConfig, file: &File, path: &std::path::Path, len: u64) -> Result<(), WalError> {
+    if cfg.preallocate && len < cfg.segment_bytes {
+        segment::zero_fill(file, len, cfg.segment_bytes)
+            .map_err(|e| WalError::io(format!("preallocating {}", path.display()), e))?;
+    }
+    Ok(())
 }
 
 /// One queued item and what it will be answered with if the batch becomes durable.
@@ -250,7 +275,10 @@ struct Writer {
     /// Oldest first; the last one is the active segment.
     segments: VecDeque<SegmentFile>,
     active: File,
+    /// Where the next batch is written: the end of the frames, not of a preallocated file.
     active_size: u64,
+    /// Prepares the next preallocated segment; `None` when preallocation is off.
+    spare: Option<Spare>,
     next_index: u64,
     /// Encoded frames of the current batch; reused so steady state does not allocate.
     buf: Vec<u8>,
@@ -369,13 +397,17 @@ impl Writer {
             self.rotate(first_index)?;
         }
         let path = self.active_path();
-        self.active.write_all(&self.buf).map_err(|e| format!("write to {path}: {e}"))?;
+        self.active.write_all_at(&self.buf, self.active_size).map_err(|e| format!("write to {path}: {e}"))?;
         let started = Instant::now();
         self.sync_active().map_err(|e| format!("fdatasync of {path}: {e}"))?;
         let stats = &self.shared.stats;
         stats.sync_seconds.observe(started.elapsed().as_secs_f64());
         let bytes = self.buf.len() as u64;
         self.active_size += bytes;
+        // Half a segment ahead is ample time to zero-fill the next one.
+        if let Some(spare) = self.spare.as_mut().filter(|_| self.active_size * 2 >= self.segment_bytes) {
+            spare.prepare();
+        }
         stats.batches.fetch_add(1, Ordering::Relaxed);
         stats.entries.fetch_add(self.batch_entries, Ordering::Relaxed);
         stats.bytes.fetch_add(bytes, Ordering::Relaxed);
@@ -394,8 +426,19 @@ impl Writer {
     /// Starts a new segment whose first entry is `first_index`. The old one is already
     /// durable: every batch written to it was synced before being answered.
     fn rotate(&mut self, first_index: u64) -> Result<(), String> {
-        let seg = segment::create(&self.dir, first_index).map_err(|e| e.to_string())?;
-        self.active = segment::open_append(&seg.path).map_err(|e| e.to_string())?;
+        let target = self.dir.join(segment::file_name(first_index));
+        let installed = self.spare.as_mut().and_then(|s| s.install(&target));
+        let (seg, file) = match installed {
+            Some(Ok(file)) => (SegmentFile { first_index, path: target }, file),
+            Some(Err(e)) => return Err(format!("installing the preallocated segment {}: {e}", target.display())),
+            // Not ready (a slow disk, or preparing it failed): a plain, growing segment.
+            None => {
+                let seg = segment::create(&self.dir, first_index).map_err(|e| e.to_string())?;
+                let file = segment::open_write(&seg.path).map_err(|e| e.to_string())?;
+                (seg, file)
+            }
+        };
+        self.active = file;
         self.active_size = 0;
         self.segments.push_back(seg);
         Ok(())

@@ -8,6 +8,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::*;
 use crate::frame::HEADER_LEN;
 use crate::test_util::*;
+use crate::RecoveryInfo;
+use std::time::Duration;
 
 fn gate(done: &Sender<Done>) -> (Sender<()>, Box<GateItem>) {
     let (open_tx, open_rx) = crossbeam_channel::bounded(1);
@@ -299,4 +301,45 @@ fn empty_segment_of_the_right_name_is_reused() {
     WalWriter::start(c.clone(), 1).unwrap().shutdown();
     WalWriter::start(c.clone(), 1).unwrap().shutdown();
     assert_eq!(segment_names(dir.path()), vec![1]);
+}
+
+/// D16: segments are zero-filled to full size before use; the log they hold replays exactly;
+/// a restart on a segment that never got a frame reuses it; rotation takes the spare the
+/// writer had prepared, already full size.
+#[test]
+fn preallocated_segments_replay_and_rotate_into_the_spare() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg_bytes = 64 << 10;
+    let c = WalConfig { preallocate: true, ..cfg(dir.path(), seg_bytes) };
+    let len_of = |first: u64| fs::metadata(dir.path().join(segment::file_name(first))).unwrap().len();
+
+    // Started and stopped with no entry: the blank segment is taken again, not refused.
+    WalWriter::start(c.clone(), 1).unwrap().shutdown();
+    assert_eq!(len_of(1), seg_bytes, "full size before the first write");
+    let (info, _) = recover_all(&c, 1).unwrap();
+    assert_eq!(info, RecoveryInfo { next_index: 1, truncated_bytes: 0, entries: 0 });
+    let w = WalWriter::start(c.clone(), 1).unwrap();
+
+    // Past half the segment, the spare is prepared in the background.
+    let big: Vec<Vec<u8>> = (0..40).map(|i| vec![i as u8 + 1; 1000]).collect();
+    assert_eq!(append_one_by_one(&w, &big), (1..=40).collect::<Vec<_>>());
+    assert_eq!(len_of(1), seg_bytes, "frames overwrite the zeros; the file does not grow");
+    let spare = dir.path().join("wal.spare");
+    let deadline = std::time::Instant::now() + WAIT;
+    while fs::metadata(&spare).map(|m| m.len()).unwrap_or(0) < seg_bytes && std::time::Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    thread::sleep(Duration::from_millis(200)); // its sync and hand-over
+    let more: Vec<Vec<u8>> = (0..40).map(|i| vec![i as u8 + 100; 1000]).collect();
+    assert_eq!(append_one_by_one(&w, &more), (41..=80).collect::<Vec<_>>());
+    w.shutdown();
+    let names = segment_names(dir.path());
+    assert!(names.len() >= 2, "rotated: {names:?}");
+    assert_eq!(len_of(names[1]), seg_bytes, "the second segment is the preallocated spare");
+
+    let (info, got) = recover_all(&c, 1).unwrap();
+    assert_eq!(info.truncated_bytes, 0);
+    assert_eq!(info.next_index, 81);
+    let want: Vec<Vec<u8>> = big.into_iter().chain(more).collect();
+    assert_eq!(got.into_iter().map(|(_, p)| p).collect::<Vec<_>>(), want);
 }

@@ -21,6 +21,12 @@ pub struct ServeArgs {
     /// Size at which a WAL segment is closed and a new one started, in MiB.
     #[arg(long, env = "BATON_WAL_SEGMENT_MB", default_value_t = 64)]
     pub wal_segment_mb: u64,
+    /// Zero-fill each WAL segment before writing to it, so an fdatasync never has a file
+    /// size to commit through the filesystem journal (ext4, XFS). Costs one segment of disk
+    /// (two while the next is prepared). `false` on copy-on-write filesystems (btrfs, ZFS),
+    /// where overwriting in place does not exist.
+    #[arg(long, env = "BATON_WAL_PREALLOCATE", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub wal_preallocate: bool,
     /// Size at which a partition segment file is closed, in MiB.
     #[arg(long, env = "BATON_PARTITION_SEGMENT_MB", default_value_t = 64)]
     pub partition_segment_mb: u64,
@@ -74,6 +80,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     let mut cfg = baton_core::EngineConfig::new(a.data_dir.clone());
     cfg.checkpoint_interval = Duration::from_secs(a.checkpoint_interval_secs.max(1));
     cfg.wal_segment_bytes = a.wal_segment_mb.max(1) << 20;
+    cfg.wal_preallocate = a.wal_preallocate;
     cfg.partition_segment_bytes = a.partition_segment_mb.max(1) << 20;
     // Before the engine starts, so a bad file changes nothing on disk.
     let sasl_users = match &a.kafka_sasl_users {
