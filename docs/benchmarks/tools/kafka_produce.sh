@@ -1,8 +1,9 @@
 #!/bin/bash
 # Produce through Kafka clients, 256 B, acks=all, linger 5 ms, 256 workers x 1 record:
 # Baton's Kafka listener vs Apache Kafka, interleaved, 3 runs each, 15 s.
+# Usage: kafka_produce.sh [OUT.jsonl] (rows appended; the markdown rows printed).
 cd "$(dirname "$0")/../../.."
-OUT=docs/benchmarks/2026-11-29/kafka-produce.jsonl
+OUT=${1:-docs/benchmarks/2026-11-29/kafka-produce.jsonl}
 B=target/release/baton
 for r in 1 2 3; do
   rm -rf /tmp/kb-data; $B serve --data-dir /tmp/kb-data >/dev/null 2>/tmp/kb.log </dev/null & SP=$!
