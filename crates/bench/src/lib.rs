@@ -184,7 +184,12 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     }
     let rt =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| format!("tokio runtime: {e}"))?;
-    rt.block_on(run_async(a))
+    let res = rt.block_on(run_async(a));
+    // The results are printed by now. Dropping the runtime would wait without limit for
+    // work still running, and a Kafka client's teardown inside librdkafka has been seen
+    // to never end (about one Kafka-transactions pipeline run in twenty): bound it.
+    rt.shutdown_timeout(std::time::Duration::from_secs(5));
+    res
 }
 
 async fn run_async(a: BenchArgs) -> Result<(), String> {
