@@ -87,18 +87,23 @@ fn list_offsets_earliest_latest_and_by_time() {
     let mut k = Kafka::connect(port);
     k.metadata(&["lo"]);
     assert_eq!(k.list_offset("lo", 0, -1).offset, 0, "empty topic");
-    let t0 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
-    k.produce("lo", 0, batch(&[b"a", b"b"], Compression::None, None), -1);
-    std::thread::sleep(Duration::from_millis(20));
-    let t1 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
-    k.produce("lo", 0, batch(&[b"c"], Compression::None, None), -1);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let hour = 3_600_000;
+    // CreateTimes out of write order, all in the past, as a replay or a mirror writes them.
+    k.produce("lo", 0, batch_stamped(&[b"a", b"b"], &[now - 3 * hour, now - hour], Compression::None, None), -1);
+    k.produce("lo", 0, batch_stamped(&[b"c"], &[now - 2 * hour], Compression::Lz4, None), -1);
     assert_eq!(k.list_offset("lo", 0, -2).offset, 0);
     assert_eq!(k.list_offset("lo", 0, -1).offset, 3);
-    assert_eq!(k.list_offset("lo", 0, t0 - 60_000).offset, 0);
-    let at = k.list_offset("lo", 0, t1);
-    assert_eq!(at.offset, 2, "first offset written at or after t1");
-    assert!(at.timestamp >= 0);
-    let future = k.list_offset("lo", 0, t1 + 3_600_000);
+    // Kafka's rule: the first record, in offset order, stamped at or after the target.
+    let before_all = k.list_offset("lo", 0, now - 4 * hour);
+    assert_eq!((before_all.offset, before_all.timestamp), (0, now - 3 * hour));
+    let between = k.list_offset("lo", 0, now - 5 * hour / 2);
+    assert_eq!((between.offset, between.timestamp), (1, now - hour), "b, not c: c comes later in the log");
+    let exact = k.list_offset("lo", 0, now - 2 * hour);
+    assert_eq!((exact.offset, exact.timestamp), (1, now - hour));
+    let none = k.list_offset("lo", 0, now - hour / 2);
+    assert_eq!((none.offset, none.timestamp), (-1, -1), "every record is stamped earlier, though written later");
+    let future = k.list_offset("lo", 0, now + hour);
     assert_eq!((future.offset, future.timestamp), (-1, -1));
     assert_eq!(k.list_offset("lo", 3, -1).error_code, 3);
 }

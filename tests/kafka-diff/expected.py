@@ -7,7 +7,7 @@ EXPECTED = {
     "list_offsets_by_timestamp": {
         "earliest (-2)": ("0", "0"),
         "latest (-1)": ("3", "3"),
-        "timestamp of record 1": ("NONE offset=1 timestamp=record 1's", "NONE offset=0 timestamp=record 2's"),
+        "timestamp of record 1": ("NONE offset=1 timestamp=record 1's", "NONE offset=1 timestamp=record 1's"),
         "timestamp in the future": ("NONE offset=-1", "NONE offset=-1"),
     },
     "produce_unknown_topic": {

@@ -164,6 +164,17 @@ pub fn fetch_req(t: &str, partition: i32, offset: i64, max_wait_ms: i32, session
 
 /// One v2 batch of `values` (base offset 0), optionally as an idempotent producer.
 pub fn batch(values: &[&[u8]], compression: Compression, producer: Option<(i64, i16, i32)>) -> Bytes {
+    let stamps: Vec<i64> = (0..values.len() as i64).map(|i| 1_700_000_000_000 + i).collect();
+    batch_stamped(values, &stamps, compression, producer)
+}
+
+/// Like [`batch`], each record with the CreateTime given for it.
+pub fn batch_stamped(
+    values: &[&[u8]],
+    stamps: &[i64],
+    compression: Compression,
+    producer: Option<(i64, i16, i32)>,
+) -> Bytes {
     let (pid, epoch, seq) = producer.unwrap_or((-1, -1, -1));
     let recs: Vec<Record> = values
         .iter()
@@ -180,7 +191,7 @@ pub fn batch(values: &[&[u8]], compression: Compression, producer: Option<(i64, 
             // offset - sequence must stay constant for the encoder to keep one
             // batch; without a producer that makes the base sequence -1.
             sequence: if seq < 0 { i as i32 - 1 } else { seq + i as i32 },
-            timestamp: 1_700_000_000_000 + i as i64,
+            timestamp: stamps[i],
             key: None,
             value: Some(Bytes::copy_from_slice(v)),
             headers: Default::default(),

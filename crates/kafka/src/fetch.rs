@@ -208,7 +208,7 @@ fn shape(p: Part, version: i16, isolation: i8) -> PartitionData {
 }
 
 /// ListOffsets: earliest (-2) is the log start, latest (-1) the durable end,
-/// a timestamp the first offset written at or after it.
+/// a timestamp the first record stamped at or after it.
 pub async fn list_offsets(ctx: &Ctx, req: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
     let mut topics = Vec::new();
     for t in req.topics {
@@ -253,23 +253,55 @@ pub async fn list_offsets(ctx: &Ctx, req: ListOffsetsRequest, version: i16) -> L
     ListOffsetsResponse::default().with_topics(topics)
 }
 
-/// The first offset at or after `ts_ms`, and the max timestamp of its batch.
+/// How far past the first batch written at or after the target a search for a record
+/// stamped at or after it reads before settling for that batch.
+const TIME_SCAN_BYTES: usize = 64 << 20;
+const TIME_SCAN_CHUNK: u64 = 1 << 20;
+
+/// Kafka's rule: the first record whose timestamp (CreateTime, or the broker's time in a
+/// log-append-time batch) is at or after `ts_ms`, with that timestamp; `None` if no record is.
+///
+/// The engine's index finds the first batch *written* at or after `ts_ms`; a record in an
+/// earlier batch was written before the target time, so unless its producer's clock ran
+/// ahead of the broker's it cannot be stamped at or after it. From that batch the records
+/// are read in order until one qualifies (a producer's clock behind the broker's moves the
+/// answer later, as in Kafka). Past `TIME_SCAN_BYTES` without one, the batch the index
+/// found is answered rather than read on.
 async fn offset_for_time(ctx: &Ctx, topic: &str, partition: i32, ts_ms: i64) -> Result<Option<(i64, i64)>, i16> {
     let q = Query::OffsetForTime { topic: topic.to_string(), partition: partition.to_string(), ts_ms };
-    let offset = match ctx.engine.query(q).await {
+    let first = match ctx.engine.query(q).await {
         Ok(QueryResult::Offset(Ok(Some(o)))) => o,
         Ok(QueryResult::Offset(Ok(None))) => return Ok(None),
         Ok(QueryResult::Offset(Err(e))) | Err(e) => return Err(code_of(&e)),
         Ok(_) => return Err(UNKNOWN_SERVER_ERROR),
     };
-    let ask = CoreFetch { queue: topic.to_string(), partition: partition.to_string(), offset, max_bytes: 1 };
-    let ts = match ctx.engine.fetch(vec![ask]).await {
-        Ok(mut r) => r
-            .pop()
-            .and_then(|r| r.spans.into_iter().next())
-            .and_then(|s| s.read().ok())
-            .and_then(|b| crate::records::max_timestamp(&b)),
-        Err(_) => None,
-    };
-    Ok(Some((offset as i64, ts.unwrap_or(ts_ms))))
+    let (mut at, mut scanned) = (first, 0usize);
+    while scanned < TIME_SCAN_BYTES {
+        let ask = CoreFetch {
+            queue: topic.to_string(),
+            partition: partition.to_string(),
+            offset: at,
+            max_bytes: TIME_SCAN_CHUNK,
+        };
+        let Some(r) = ctx.engine.fetch(vec![ask]).await.map_err(|e| code_of(&e))?.pop() else { break };
+        if let Some(e) = &r.error {
+            return Err(code_of(e));
+        }
+        let before = at;
+        for span in &r.spans {
+            let bytes = span.read().map_err(|_| KAFKA_STORAGE_ERROR)?;
+            scanned += bytes.len();
+            let records = baton_wire::decode_batches_where(&bytes, |_| true).map_err(|_| CORRUPT_MESSAGE)?;
+            if let Some(hit) = records.iter().find(|rec| rec.offset >= at && rec.timestamp_ms >= ts_ms) {
+                return Ok(Some((hit.offset as i64, hit.timestamp_ms)));
+            }
+            at = records.iter().map(|rec| rec.offset + 1).max().unwrap_or(at).max(at);
+        }
+        if at == before {
+            // Past the durable end: no record is stamped at or after the target.
+            return Ok(None);
+        }
+    }
+    // Settle for the first batch written at or after the target.
+    Ok(Some((first as i64, ts_ms)))
 }

@@ -107,11 +107,6 @@ fn varint(b: &[u8]) -> Option<(i64, usize)> {
     None
 }
 
-/// The max timestamp field of a stored batch header, if it has one.
-pub fn max_timestamp(b: &[u8]) -> Option<i64> {
-    b.get(35..43).map(|s| i64::from_be_bytes(s.try_into().expect("8 bytes")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
