@@ -346,3 +346,24 @@ fn bad_frames_close_the_connection_and_are_counted() {
     assert!(log.contains(&format!("bad_frames_total={}", cases.len() + 1)), "and counted:\n{log}");
     assert!(!log.contains("panicked"), "{log}");
 }
+
+/// Kafka's max.message.bytes: a batch over it is refused with MESSAGE_TOO_LARGE and the
+/// reason, nothing of it is stored, and a batch at the limit goes through.
+#[test]
+fn a_batch_over_max_message_bytes_is_refused_and_not_stored() {
+    let (_s, port) = Server::start_kafka(&["--kafka-max-message-bytes", "2000"]);
+    let mut k = Kafka::connect(port);
+    k.metadata(&["big"]);
+    let small = batch(&[b"fits"], Compression::None, None);
+    let big_value = vec![b'x'; 3000];
+    let big = batch(&[&big_value], Compression::None, None);
+    assert!(small.len() <= 2000 && big.len() > 2000);
+    let r = k.produce("big", 0, big.clone(), -1);
+    assert_eq!(r.error_code, 10, "MESSAGE_TOO_LARGE");
+    let why = r.error_message.map(|m| m.to_string()).unwrap_or_default();
+    assert!(why.contains(&format!("{} bytes", big.len())) && why.contains("2000"), "{why}");
+    assert_eq!(k.list_offset("big", 0, -1).offset, 0, "nothing stored");
+    let r = k.produce("big", 0, small, -1);
+    assert_eq!((r.error_code, r.base_offset), (0, 0));
+    assert_eq!(k.list_offset("big", 0, -1).offset, 1);
+}

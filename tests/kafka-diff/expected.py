@@ -58,13 +58,13 @@ EXPECTED = {
         "entries": ("33", "6"),
         "cleanup.policy": ("delete", "delete"),
         "retention.ms": ("604800000", "-1"),
-        "max.message.bytes": ("1048588", "104857600"),
+        "max.message.bytes": ("1048588", "1048588"),
         "min.insync.replicas": ("1", "1"),
         "segment.bytes": ("1073741824", "(absent)"),
         "unknown topic": ("UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_OR_PARTITION"),
     },
     "message_too_large": {
-        "2 MiB record": ("MESSAGE_TOO_LARGE", "NONE"),
+        "2 MiB record": ("MESSAGE_TOO_LARGE", "MESSAGE_TOO_LARGE"),
         "900 KiB record": ("NONE", "NONE"),
     },
     "group_after_leave": {

@@ -36,6 +36,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
+/// Kafka's default max.message.bytes (1 MiB plus a batch header's 12 bytes of overhead).
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
+
 #[derive(Debug, Clone)]
 pub struct KafkaConfig {
     /// Host and port clients are told to connect to (Metadata, FindCoordinator).
@@ -46,6 +49,8 @@ pub struct KafkaConfig {
     pub default_partitions: u32,
     /// Largest request frame; a larger length prefix closes the connection.
     pub max_frame_bytes: usize,
+    /// Kafka's max.message.bytes: the largest record batch a Produce may store.
+    pub max_message_bytes: usize,
     /// Kafka's group.initial.rebalance.delay.ms: how long a new group waits
     /// for more members before its first generation.
     pub initial_rebalance_delay: Duration,
@@ -64,6 +69,7 @@ impl Default for KafkaConfig {
             auto_create: true,
             default_partitions: 1,
             max_frame_bytes: 100 << 20,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             initial_rebalance_delay: Duration::from_millis(3000),
             max_fetch_wait: Duration::from_secs(30),
             sasl_users: None,

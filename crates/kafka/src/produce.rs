@@ -40,7 +40,14 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
             } else if p.index < 0 {
                 slot.error = UNKNOWN_TOPIC_OR_PARTITION;
             } else {
+                let max = ctx.cfg.max_message_bytes;
                 match split_batches(p.records.as_deref().unwrap_or_default()) {
+                    // Nothing of the partition's data is stored, as in Kafka.
+                    Ok(batches) if batches.iter().any(|b| b.len() > max) => {
+                        let len = batches.iter().map(|b| b.len()).max().unwrap_or(0);
+                        slot.error = MESSAGE_TOO_LARGE;
+                        slot.message = Some(format!("record batch of {len} bytes is over max.message.bytes ({max})"));
+                    }
                     Ok(batches) => {
                         let r = CoreProduce {
                             topic: t.name.to_string(),

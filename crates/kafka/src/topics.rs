@@ -336,7 +336,7 @@ pub async fn describe_configs(ctx: &Ctx, req: DescribeConfigsRequest, version: i
                         ("cleanup.policy", "delete".into()),
                         ("compression.type", "producer".into()),
                         ("retention.ms", retention.to_string()),
-                        ("max.message.bytes", ctx.cfg.max_frame_bytes.to_string()),
+                        ("max.message.bytes", ctx.cfg.max_message_bytes.to_string()),
                         ("message.timestamp.type", "CreateTime".into()),
                         ("min.insync.replicas", "1".into()),
                     ]

@@ -57,6 +57,10 @@ pub struct ServeArgs {
     /// Largest Kafka request frame; a larger length prefix closes the connection.
     #[arg(long, env = "BATON_KAFKA_MAX_FRAME_BYTES", default_value_t = 100 << 20)]
     pub kafka_max_frame_bytes: usize,
+    /// Kafka's max.message.bytes: a produced record batch larger than this is refused with
+    /// MESSAGE_TOO_LARGE (Kafka's default, 1 MiB + 12).
+    #[arg(long, env = "BATON_KAFKA_MAX_MESSAGE_BYTES", default_value_t = baton_kafka::DEFAULT_MAX_MESSAGE_BYTES)]
+    pub kafka_max_message_bytes: usize,
     /// Kafka's group.initial.rebalance.delay.ms: a new group's first
     /// rebalance waits this long for more members.
     #[arg(long, env = "BATON_KAFKA_INITIAL_REBALANCE_DELAY_MS", default_value_t = 3000)]
@@ -169,6 +173,7 @@ async fn start_kafka(
         auto_create: a.kafka_auto_create,
         default_partitions: a.kafka_default_partitions.max(1),
         max_frame_bytes: a.kafka_max_frame_bytes,
+        max_message_bytes: a.kafka_max_message_bytes,
         initial_rebalance_delay: Duration::from_millis(a.kafka_initial_rebalance_delay_ms),
         sasl_users,
         ..Default::default()
