@@ -367,6 +367,15 @@ def charts(out, summaries, ramps, sweeps):
     thousands = FuncFormatter(lambda v, _: f"{v:,.0f}")
     ms_fmt = FuncFormatter(lambda v, _: f"{v:g}")
 
+    def finish(fig, ax, xlabel, ylabel, title, name):
+        """Labels, grid and legend shared by the line charts, then save."""
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=10)
+        ax.grid(which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        save(fig, name)
+
     def save(fig, name):
         fig.tight_layout()
         fig.savefig(out / name, dpi=110)
@@ -441,12 +450,8 @@ def charts(out, summaries, ramps, sweeps):
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.tick_params(axis="x", labelrotation=30, labelsize=8)
         ax.yaxis.set_major_formatter(ms_fmt)
-        ax.set_xlabel("offered msg/s (open loop, 1 message per request)")
-        ax.set_ylabel("p99 latency from the due instant, ms")
-        ax.set_title("ramp: offered rate vs p99 (o held, x not held; median over runs)", fontsize=10)
-        ax.grid(which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        save(fig, "ramp.png")
+        finish(fig, ax, "offered msg/s (open loop, 1 message per request)", "p99 latency from the due instant, ms",
+               "ramp: offered rate vs p99 (o held, x not held; median over runs)", "ramp.png")
 
     if sweeps:
         fig, ax = plt.subplots(figsize=(7.5, 4.2))
@@ -463,12 +468,8 @@ def charts(out, summaries, ramps, sweeps):
         ax.set_ylim(0, top * 1.35)  # room for the legend above the lines
         ax.xaxis.set_major_formatter(thousands)
         ax.yaxis.set_major_formatter(thousands)
-        ax.set_xlabel("workers")
-        ax.set_ylabel("messages (= transactions) / s")
-        ax.set_title("pipeline sweep: 1 message per transaction", fontsize=10)
-        ax.grid(which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        save(fig, "sweep.png")
+        finish(fig, ax, "workers", "messages (= transactions) / s", "pipeline sweep: 1 message per transaction",
+               "sweep.png")
     return made
 
 
