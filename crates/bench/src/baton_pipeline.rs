@@ -8,11 +8,12 @@
 //! answers checked by markers, as in `baton.rs`, so the driver's own JSON
 //! work stays small next to the server's.
 
-use crate::baton::{push_body, BatonHttp};
+use crate::baton::push_body;
 use crate::hist::Latency;
+use crate::http1::Http1;
 use crate::pipeline::{Output, PipelineTarget};
 use crate::target::{BenchError, Msg, Result};
-use reqwest::{Client, StatusCode};
+use hyper::StatusCode;
 use serde::Deserialize;
 use std::borrow::Cow;
 use std::sync::{Mutex, OnceLock};
@@ -22,8 +23,7 @@ pub const PIPELINE_ACK_MEANING: &str = "a transaction's 200 success:true comes a
      pushes) is fdatasync'd and applied; a lease that expired before the commit commits nothing";
 
 pub struct BatonPipeline {
-    client: Client,
-    base: String,
+    http: Http1,
     lease_secs: u64,
     names: OnceLock<Names>,
     /// The transaction request alone (issue #3's "commit latency").
@@ -94,11 +94,9 @@ fn snippet(body: &[u8]) -> String {
 
 impl BatonPipeline {
     /// The Baton at `base`; `pool` = concurrent workers.
-    pub fn new(base: &str, pool: usize) -> Result<BatonPipeline> {
-        let client = BatonHttp::client(pool)?;
+    pub fn new(base: &str) -> Result<BatonPipeline> {
         Ok(BatonPipeline {
-            client,
-            base: base.trim_end_matches('/').to_string(),
+            http: Http1::new(base)?,
             lease_secs: 30,
             names: OnceLock::new(),
             commits: Mutex::new(Latency::new()),
@@ -110,17 +108,7 @@ impl BatonPipeline {
     }
 
     async fn post(&self, path: &str, body: Vec<u8>) -> Result<(StatusCode, bytes::Bytes)> {
-        let r = self
-            .client
-            .post(format!("{}{path}", self.base))
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| BenchError(format!("{path}: {e}")))?;
-        let st = r.status();
-        let b = r.bytes().await.map_err(|e| BenchError(format!("{path}: reading the answer: {e}")))?;
-        Ok((st, b))
+        self.http.post(path, body).await
     }
 }
 
@@ -183,18 +171,15 @@ impl PipelineTarget for BatonPipeline {
     async fn step(&self, max: usize) -> Result<usize> {
         let n = self.names()?;
         let url = format!(
-            "{}/api/v1/pop/queue/{}-in?batch={}&wait=true&timeout=1000&leaseSeconds={}",
-            self.base,
+            "/api/v1/pop/queue/{}-in?batch={}&wait=true&timeout=1000&leaseSeconds={}",
             n.queue,
             max.max(1),
             self.lease_secs
         );
-        let r = self.client.get(url).send().await.map_err(|e| BenchError(format!("pop: {e}")))?;
-        let st = r.status();
+        let (st, b) = self.http.get(&url).await?;
         if st == StatusCode::NO_CONTENT {
             return Ok(0);
         }
-        let b = r.bytes().await.map_err(|e| BenchError(format!("pop: reading the answer: {e}")))?;
         if st != StatusCode::OK {
             return Err(BenchError(format!("pop: HTTP {st}: {}", snippet(&b))));
         }
@@ -258,13 +243,11 @@ impl PipelineTarget for BatonPipeline {
         let mut left = Vec::new();
         // Each pop drains up to 10,000 of one partition; bounded rounds cover them all.
         for _ in 0..100_000 {
-            let url = format!("{}/api/v1/pop/queue/{}-in?batch=10000&wait=false", self.base, n.queue);
-            let r = self.client.get(url).send().await.map_err(|e| BenchError(format!("pop: {e}")))?;
-            let st = r.status();
+            let url = format!("/api/v1/pop/queue/{}-in?batch=10000&wait=false", n.queue);
+            let (st, b) = self.http.get(&url).await?;
             if st == StatusCode::NO_CONTENT {
                 return Ok(left);
             }
-            let b = r.bytes().await.map_err(|e| BenchError(format!("pop: reading the answer: {e}")))?;
             if st != StatusCode::OK {
                 return Err(BenchError(format!("pop: HTTP {st}: {}", snippet(&b))));
             }

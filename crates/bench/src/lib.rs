@@ -24,6 +24,7 @@
 pub mod baton;
 pub mod baton_pipeline;
 pub mod hist;
+pub mod http1;
 pub mod kafka;
 pub mod peers;
 pub mod pipeline;
@@ -272,7 +273,7 @@ async fn run_baton(a: &BenchArgs, workers: usize) -> Result<(), String> {
         return Err(e.to_string());
     }
     let res = if a.workload == Some(Workload::Pipeline) {
-        let p = Arc::new(baton_pipeline::BatonPipeline::new(&url, workers.max(8))?);
+        let p = Arc::new(baton_pipeline::BatonPipeline::new(&url)?);
         run_pipeline_with(p, a, workers).await
     } else {
         run_with(target, a, workers).await

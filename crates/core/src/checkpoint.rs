@@ -15,6 +15,7 @@
 //! with data size, are never in the snapshot.
 
 use crate::entry::decode_entries;
+use crate::provision::Provisioner;
 use crate::state::{State, StorageConfig};
 use crate::store::PartitionFiles;
 use baton_log::{recover as wal_recover, WalConfig, WalError};
@@ -35,6 +36,7 @@ pub struct Snapshot {
     files: Vec<Arc<File>>,
     dirs: Vec<PathBuf>,
     graveyard: Vec<PathBuf>,
+    provisioner: Option<Arc<Provisioner>>,
 }
 
 impl Snapshot {
@@ -54,7 +56,8 @@ impl Snapshot {
         }
         let graveyard = std::mem::take(&mut state.graveyard);
         let copy = Box::new(state.clone());
-        Ok(Snapshot { index: state.applied_index, state: copy, files, dirs, graveyard })
+        let provisioner = state.storage.provisioner.clone();
+        Ok(Snapshot { index: state.applied_index, state: copy, files, dirs, graveyard, provisioner })
     }
 
     /// Serialize (here, off the planner) and write the snapshot atomically.
@@ -64,6 +67,10 @@ impl Snapshot {
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
         bytes.extend_from_slice(&body);
+        // Every file this snapshot names must be under that name before the directories are synced.
+        if let Some(p) = &self.provisioner {
+            p.barrier()?;
+        }
         for f in &self.files {
             f.sync_data().map_err(|e| format!("sync partition file: {e}"))?;
         }

@@ -145,13 +145,22 @@ fn gone() -> CoreError {
 impl Engine {
     /// Recover from `data_dir` (checkpoint + WAL replay) and start the threads.
     pub fn start(cfg: EngineConfig) -> Result<Engine, String> {
-        let storage = StorageConfig { data_dir: cfg.data_dir.clone(), segment_bytes: cfg.partition_segment_bytes };
+        let storage = StorageConfig {
+            data_dir: cfg.data_dir.clone(),
+            segment_bytes: cfg.partition_segment_bytes,
+            provisioner: None,
+        };
         let wal_cfg = WalConfig {
             dir: cfg.data_dir.join("wal"),
             segment_bytes: cfg.wal_segment_bytes,
             preallocate: cfg.wal_preallocate,
         };
-        let (state, next_index) = checkpoint::recover(storage, &wal_cfg)?;
+        let (mut state, next_index) = checkpoint::recover(storage, &wal_cfg)?;
+        // Only after recovery, which deletes what is not a partition (a crash's spares too).
+        state.storage.provisioner = Some(
+            crate::provision::Provisioner::start(&cfg.data_dir.join("partitions"))
+                .map_err(|e| format!("start the partition file provisioner: {e}"))?,
+        );
         let wal = WalWriter::start(wal_cfg, next_index).map_err(|e| e.to_string())?;
         let shared = Arc::new(Shared {
             notifies: Mutex::new(HashMap::new()),

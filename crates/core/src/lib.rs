@@ -12,6 +12,7 @@ pub mod kv;
 pub mod model;
 pub mod options;
 pub mod plan;
+pub mod provision;
 pub mod query;
 mod runner;
 pub mod state;

@@ -399,6 +399,9 @@ impl PlannerLoop {
         let wal = self.wal.clone();
         let busy = self.checkpoint_busy.clone();
         let job = move || -> Result<(), String> {
+            if !sync_now {
+                baton_log::priority::lower_this_thread();
+            }
             let _done = ClearOnDrop(busy);
             let deadline = Instant::now() + Duration::from_secs(60);
             while shared.durable_index.load(Ordering::Acquire) < snap.index {
@@ -417,12 +420,15 @@ impl PlannerLoop {
             job()
         } else {
             let shared = self.shared.clone();
-            std::thread::spawn(move || {
-                if let Err(e) = job() {
-                    shared.latch(format!("checkpoint failed: {e}"));
-                }
-            });
-            Ok(())
+            std::thread::Builder::new()
+                .name("baton-checkpoint".into())
+                .spawn(move || {
+                    if let Err(e) = job() {
+                        shared.latch(format!("checkpoint failed: {e}"));
+                    }
+                })
+                .map(|_| ())
+                .map_err(|e| format!("start the checkpoint thread: {e}"))
         }
     }
 }
@@ -431,6 +437,7 @@ impl PlannerLoop {
 fn spawn_writeback() -> std::sync::mpsc::Sender<Vec<Arc<std::fs::File>>> {
     let (tx, rx) = std::sync::mpsc::channel::<Vec<Arc<std::fs::File>>>();
     let spawned = std::thread::Builder::new().name("baton-writeback".into()).spawn(move || {
+        baton_log::priority::lower_this_thread();
         for files in rx {
             for f in files {
                 crate::store::start_writeback(&f);

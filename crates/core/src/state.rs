@@ -244,6 +244,9 @@ pub struct Group {
 pub struct StorageConfig {
     pub data_dir: PathBuf,
     pub segment_bytes: u64,
+    /// Ready-made segment files (D17); `None` until the engine starts it after
+    /// recovery, and in tests: then files are created where they are needed.
+    pub provisioner: Option<Arc<crate::provision::Provisioner>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -338,8 +341,12 @@ impl State {
             Effect::CreatePartition { queue, name } => {
                 let id = self.next_part;
                 self.next_part += 1;
-                let files = PartitionFiles::create(self.part_dir(id), self.storage.segment_bytes)
-                    .map_err(|e| ApplyError(format!("create partition dir: {e}")))?;
+                let files = PartitionFiles::create(
+                    self.part_dir(id),
+                    self.storage.segment_bytes,
+                    self.storage.provisioner.as_deref(),
+                )
+                .map_err(|e| ApplyError(format!("create partition dir: {e}")))?;
                 if let Some(q) = self.queues.get_mut(queue) {
                     q.parts.push(id);
                     q.part_by_name.insert(name.clone(), id);
@@ -382,8 +389,9 @@ impl State {
                     return Ok(());
                 };
                 let files = p.files.as_mut().ok_or_else(|| ApplyError("partition has no files".into()))?;
-                let (seg, pos) =
-                    files.append(p.end, batch).map_err(|e| ApplyError(format!("append to partition {part}: {e}")))?;
+                let (seg, pos) = files
+                    .append(p.end, batch, self.storage.provisioner.as_deref())
+                    .map_err(|e| ApplyError(format!("append to partition {part}: {e}")))?;
                 p.batches.push_back(BatchMeta { base: p.end, count: *count, ts, seg, pos, len: batch.len() as u32 });
                 p.txids.extend(txids.iter().copied());
                 p.end += *count as u64;

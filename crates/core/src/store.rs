@@ -6,6 +6,7 @@
 //! the WAL is, and recovery truncates these files back to the checkpoint's
 //! lengths before replaying it.
 
+use crate::provision::Provisioner;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -65,8 +66,12 @@ fn open_rw(path: &Path) -> io::Result<File> {
 }
 
 impl PartitionFiles {
-    pub fn create(dir: PathBuf, segment_bytes: u64) -> io::Result<PartitionFiles> {
-        fs::create_dir_all(&dir)?;
+    /// A partition with no segment yet. With a provisioner its directory is made
+    /// when its first segment is placed (D17), not here on the planner.
+    pub fn create(dir: PathBuf, segment_bytes: u64, provisioner: Option<&Provisioner>) -> io::Result<PartitionFiles> {
+        if provisioner.is_none() {
+            fs::create_dir_all(&dir)?;
+        }
         Ok(PartitionFiles { dir, segment_bytes, segments: Vec::new(), dir_dirty: true, touched: false })
     }
 
@@ -100,15 +105,28 @@ impl PartitionFiles {
     }
 
     /// Append a batch whose first offset is `base`; returns (segment base, position).
-    pub fn append(&mut self, base: u64, bytes: &[u8]) -> io::Result<(u64, u64)> {
+    /// A new segment comes from `provisioner` when it has one ready (D17).
+    pub fn append(&mut self, base: u64, bytes: &[u8], provisioner: Option<&Provisioner>) -> io::Result<(u64, u64)> {
         let rotate = match self.segments.last() {
             None => true,
             Some(s) => s.len >= self.segment_bytes,
         };
         if rotate {
-            let file = open_rw(&seg_path(&self.dir, base))?;
-            file.set_len(0)?;
-            self.segments.push(Segment { base, file: Arc::new(file), len: 0, dirty: true });
+            let target = seg_path(&self.dir, base);
+            let file = match provisioner.and_then(Provisioner::take) {
+                Some((spare, file)) => {
+                    provisioner.expect("took from it").place(spare, self.dir.clone(), target);
+                    file
+                }
+                // The directory may still be waiting for an earlier placement.
+                None => {
+                    fs::create_dir_all(&self.dir)?;
+                    let file = open_rw(&target)?;
+                    file.set_len(0)?;
+                    Arc::new(file)
+                }
+            };
+            self.segments.push(Segment { base, file, len: 0, dirty: true });
             self.dir_dirty = true;
         }
         let seg = self.segments.last_mut().expect("a segment exists after rotation");
@@ -196,18 +214,45 @@ mod tests {
     fn append_rotate_restore_and_delete() {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("p");
-        let mut f = PartitionFiles::create(dir.clone(), 10).unwrap();
-        assert_eq!(f.append(0, b"0123456789ab").unwrap(), (0, 0));
-        assert_eq!(f.append(1, b"xyz").unwrap(), (1, 0));
-        assert_eq!(f.append(2, b"uvw").unwrap(), (1, 3));
+        let mut f = PartitionFiles::create(dir.clone(), 10, None).unwrap();
+        assert_eq!(f.append(0, b"0123456789ab", None).unwrap(), (0, 0));
+        assert_eq!(f.append(1, b"xyz", None).unwrap(), (1, 0));
+        assert_eq!(f.append(2, b"uvw", None).unwrap(), (1, 3));
         assert_eq!(f.span(1, 3, 3).unwrap().read().unwrap(), b"uvw");
         let marks = f.marks();
-        f.append(3, b"late").unwrap();
+        f.append(3, b"late", None).unwrap();
         let mut r = PartitionFiles::restore(dir.clone(), 10, &marks).unwrap();
         assert_eq!(r.marks(), marks);
         assert_eq!(r.segments[1].file.metadata().unwrap().len(), 6);
         assert_eq!(r.retire_below(1), vec![seg_path(&dir, 0)]);
         assert_eq!(r.segments.len(), 1);
         assert!(seg_path(&dir, 0).exists(), "retired files wait for the checkpoint");
+    }
+
+    /// D17: with a provisioner the planner makes no directory or file; segments
+    /// are readable at once, and named as a restart expects once the barrier returns.
+    #[test]
+    fn provisioned_segments_are_readable_at_once_and_named_after_the_barrier() {
+        let d = tempfile::tempdir().unwrap();
+        let parts = d.path().join("partitions");
+        let prov = Provisioner::start(&parts).unwrap();
+        // Wait until the pool holds files (one taken and dropped to know).
+        for _ in 0..500 {
+            if prov.take().map(|(spare, _)| fs::remove_file(spare).unwrap()).is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let dir = parts.join("3");
+        let mut f = PartitionFiles::create(dir.clone(), 10, Some(&prov)).unwrap();
+        assert_eq!(f.append(0, b"0123456789ab", Some(&prov)).unwrap(), (0, 0));
+        assert_eq!(f.append(1, b"xyz", Some(&prov)).unwrap(), (1, 0));
+        assert_eq!(f.span(1, 0, 3).unwrap().read().unwrap(), b"xyz", "readable before it has its name");
+        let marks = f.marks();
+        prov.barrier().unwrap();
+        assert_eq!(fs::read(seg_path(&dir, 0)).unwrap(), b"0123456789ab");
+        assert_eq!(fs::read(seg_path(&dir, 1)).unwrap(), b"xyz");
+        let r = PartitionFiles::restore(dir.clone(), 10, &marks).unwrap();
+        assert_eq!(r.span(1, 0, 3).unwrap().read().unwrap(), b"xyz");
     }
 }

@@ -9,6 +9,7 @@
 //! (written and fdatasync'd).
 
 mod frame;
+pub mod priority;
 mod recovery;
 mod segment;
 mod spare;

@@ -45,6 +45,7 @@ impl Spare {
         let (finished, done) = crossbeam_channel::bounded(1);
         let p = path.clone();
         thread::Builder::new().name("baton-wal-spare".into()).spawn(move || {
+            crate::priority::lower_this_thread();
             // Ends when the writer (holding `request`) is gone.
             while requests.recv().is_ok() {
                 let made = OpenOptions::new()
