@@ -2,6 +2,8 @@
 //! very binary), produces, consumes, runs a short open-loop step, checks the
 //! counts, and prints the table.
 
+mod common;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -32,4 +34,33 @@ fn bench_quick_runs_and_prints_the_table() {
     assert_eq!(lines[2]["msgs"], 12_000);
     assert!(lines[0]["rate"].as_f64().unwrap() > 0.0);
     assert_eq!(lines[3]["held"], true);
+}
+
+/// `baton bench pipeline` over the real HTTP path (hyper's connection-level
+/// client), open loop with a warm-up: every input committed exactly
+/// once and in order, the warm-up's steps left out of the latencies.
+#[test]
+fn bench_pipeline_against_a_real_server_verifies_and_leaves_out_the_warm_up() {
+    let s = common::Server::start_with(&["--kafka-addr", "127.0.0.1:0"]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("pipeline.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["bench", "pipeline", "--url", &format!("http://127.0.0.1:{}", s.port)])
+        .args(["--partitions", "4", "--workers", "8", "--batch", "1", "--count", "600"])
+        .args(["--pipeline-rate", "400", "--warmup-secs", "0.5", "--no-progress", "--json-out"])
+        .arg(&json)
+        .output()
+        .expect("run baton bench pipeline");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {}\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    assert!(stderr.contains("exactly-once ok") || stdout.contains("exactly-once ok"), "{stdout}\n{stderr}");
+    let line: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&json).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(line["msgs"], 600, "{line}");
+    let p = &line["pipeline"];
+    assert_eq!(p["transactions"], 600, "{line}");
+    // About 200 of the 600 steps were due in the first 0.5 s at 400/s.
+    let timed = line["commit"]["count"].as_u64().unwrap_or(0);
+    assert!((300..=450).contains(&timed), "commits timed after the warm-up: {timed}: {line}");
 }

@@ -333,15 +333,33 @@ async fn retention_moves_log_start_and_deletes_old_segments() {
     let pushed = Instant::now();
     let e = api.fetch("ret", "Default", 0).await;
     assert_eq!((e["logStartOffset"].as_u64(), e["highWatermark"].as_u64()), (Some(0), Some(4)), "{e}");
-    let parts: Vec<_> = std::fs::read_dir(api.s.dir.join("partitions")).unwrap().collect();
-    assert_eq!(parts.len(), 1);
-    let pdir = parts.into_iter().next().unwrap().unwrap().path();
+    // `.spare` holds the provisioner's ready-made files (D17), not a partition.
+    let listed = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(api.s.dir.join("partitions"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while listed().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let parts = listed();
+    assert_eq!(parts.len(), 1, "{parts:?}");
+    let pdir = parts[0].clone();
     let segs = || {
-        let mut v: Vec<String> =
-            std::fs::read_dir(&pdir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        let mut v: Vec<String> = std::fs::read_dir(&pdir)
+            .map(|d| d.map(|e| e.unwrap().file_name().into_string().unwrap()).collect())
+            .unwrap_or_default();
         v.sort();
         v
     };
+    // Segment files get their names on the provisioner's thread, just after the push answers.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while segs().len() < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(segs(), ["00000000000000000000.seg", "00000000000000000003.seg"]);
     let deadline = Instant::now() + Duration::from_secs(6);
     let e = loop {

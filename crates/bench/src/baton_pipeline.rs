@@ -129,6 +129,10 @@ impl PipelineTarget for BatonPipeline {
         Some(self.commits.lock().unwrap_or_else(|e| e.into_inner()).clone())
     }
 
+    fn reset_commit_latency(&self) {
+        *self.commits.lock().unwrap_or_else(|e| e.into_inner()) = Latency::new();
+    }
+
     /// Queues `<name>-in` and `<name>-out`, partitions `p0`..
     async fn setup(&self, name: &str, partitions: u32) -> Result<()> {
         for q in [format!("{name}-in"), format!("{name}-out")] {

@@ -164,6 +164,11 @@ pub struct BenchArgs {
     /// step's due instant). Without it the pipeline runs closed loop, as fast as it goes.
     #[arg(long)]
     pub pipeline_rate: Option<f64>,
+    /// Pipeline: steps due in the first this many seconds are run but left out of the
+    /// latencies (connections, first reads of each partition, output partitions made on
+    /// first push); throughput still counts the whole run.
+    #[arg(long, default_value_t = 0.0)]
+    pub warmup_secs: f64,
     /// Pipeline: messages per feed request (the feed comes before the measured steps).
     #[arg(long, default_value_t = 100)]
     pub feed_batch: u64,
@@ -327,6 +332,7 @@ pub async fn run_pipeline_with<P: PipelineTarget>(target: Arc<P>, a: &BenchArgs,
         idle: Duration::from_millis(a.wait_ms.saturating_mul(10).max(5000)),
         progress: !a.no_progress,
         rate: a.pipeline_rate,
+        warmup: Duration::from_secs_f64(a.warmup_secs.max(0.0)),
     };
     let m = pipeline::run(target.clone(), &pp).await?;
     eprintln!("pipeline: fed {} messages in {:.2} s ({} per request)", m.fed, m.feed_secs, pp.feed_batch);

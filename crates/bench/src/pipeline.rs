@@ -86,6 +86,9 @@ pub trait PipelineTarget: Send + Sync + 'static {
     fn commit_latency(&self) -> Option<Latency> {
         None
     }
+
+    /// Forget the commit latencies so far (the warm-up is over).
+    fn reset_commit_latency(&self) {}
 }
 
 /// How a pipeline run is shaped.
@@ -108,6 +111,10 @@ pub struct PipelineParams {
     /// workers share one schedule), latency counted from each step's due
     /// instant, so a system that falls behind shows it. None: closed loop.
     pub rate: Option<f64>,
+    /// Steps due in the first this long run but are not in the latencies
+    /// (connections, first reads of each partition, output partitions made on
+    /// first push): the figures are the steady state. Throughput counts the whole run.
+    pub warmup: Duration,
     pub progress: bool,
 }
 
@@ -301,6 +308,14 @@ pub async fn run<P: PipelineTarget>(t: Arc<P>, pp: &PipelineParams) -> Result<Pi
     let start = Instant::now();
     let deadline = start + pp.duration;
     let tickets = Arc::new(AtomicU64::new(0));
+    let warm_end = start + pp.warmup;
+    let warm = (!pp.warmup.is_zero()).then(|| {
+        let t = t.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep_until(warm_end.into()).await;
+            t.reset_commit_latency();
+        })
+    });
     let mut workers = Vec::new();
     for _ in 0..pp.workers.max(1) {
         let (t, done, errs, last_progress) = (t.clone(), done.clone(), errs.clone(), last_progress.clone());
@@ -326,7 +341,9 @@ pub async fn run<P: PipelineTarget>(t: Arc<P>, pp: &PipelineParams) -> Result<Pi
                     }
                     Ok(n) => {
                         last = Instant::now();
-                        lat.record(last - t0);
+                        if t0 >= warm_end {
+                            lat.record(last - t0);
+                        }
                         txs += 1;
                         done.fetch_add(n as u64, Ordering::Relaxed);
                         *last_progress.lock().expect("lock") = last;
@@ -344,6 +361,9 @@ pub async fn run<P: PipelineTarget>(t: Arc<P>, pp: &PipelineParams) -> Result<Pi
         }));
     }
     let (latency, transactions, end) = join_workers(workers, start, "pipeline").await;
+    if let Some(w) = warm {
+        w.abort();
+    }
     prog.finish().await;
     let msgs = done.load(Ordering::Relaxed);
 
@@ -527,7 +547,24 @@ mod tests {
             idle: Duration::from_secs(2),
             progress: false,
             rate: None,
+            warmup: Duration::ZERO,
         }
+    }
+
+    /// Steps due in the warm-up are run and counted but not in the latencies.
+    #[tokio::test]
+    async fn steps_in_the_warm_up_are_not_in_the_latencies() {
+        let mut pp = params(1000, Duration::from_secs(30));
+        pp.rate = Some(400.0);
+        pp.warmup = Duration::from_millis(250);
+        let m = run(Arc::new(Mem::new(None, Duration::ZERO)), &pp).await.unwrap();
+        assert_eq!((m.msgs, m.errors), (1000, 0));
+        let warm = m.transactions - m.latency.count();
+        assert!(
+            (80..=120).contains(&warm),
+            "about 100 of {} steps were due in 250 ms at 400/s: {warm}",
+            m.transactions
+        );
     }
 
     /// Paced steps cannot finish before their schedule: 1000 messages in

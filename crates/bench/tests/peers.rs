@@ -157,6 +157,7 @@ async fn postgres_queue_round_trip_and_pipeline() {
         idle: Duration::from_secs(5),
         progress: false,
         rate: None,
+        warmup: Duration::ZERO,
     };
     let m = pipeline::run(t, &pp).await.unwrap();
     assert_eq!(m.errors, 0, "{:?}", m.first_error);

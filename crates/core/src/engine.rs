@@ -149,6 +149,7 @@ impl Engine {
             data_dir: cfg.data_dir.clone(),
             segment_bytes: cfg.partition_segment_bytes,
             provisioner: None,
+            defer_writes: false,
         };
         let wal_cfg = WalConfig {
             dir: cfg.data_dir.join("wal"),
@@ -161,6 +162,9 @@ impl Engine {
             crate::provision::Provisioner::start(&cfg.data_dir.join("partitions"))
                 .map_err(|e| format!("start the partition file provisioner: {e}"))?,
         );
+        state.storage.defer_writes = true;
+        let appender =
+            crate::appender::Appender::start().map_err(|e| format!("start the partition appender thread: {e}"))?;
         let wal = WalWriter::start(wal_cfg, next_index).map_err(|e| e.to_string())?;
         let shared = Arc::new(Shared {
             notifies: Mutex::new(HashMap::new()),
@@ -177,7 +181,15 @@ impl Engine {
             .spawn(move || {
                 let watch = sh.clone();
                 let run = move || {
-                    crate::runner::PlannerLoop::new(Planner::new(state), Arc::new(wal), sh, cfg, next_index - 1).run(rx)
+                    crate::runner::PlannerLoop::new(
+                        Planner::new(state),
+                        Arc::new(wal),
+                        appender,
+                        sh,
+                        cfg,
+                        next_index - 1,
+                    )
+                    .run(rx)
                 };
                 // A planner bug must not leave a node that looks healthy but answers nothing.
                 if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {

@@ -10,7 +10,12 @@ use crate::timers::TimerOp;
 const S: u64 = 1_000_000;
 
 fn planner(dir: &std::path::Path) -> Planner {
-    Planner::new(State::new(StorageConfig { data_dir: dir.to_path_buf(), segment_bytes: 1 << 20, provisioner: None }))
+    Planner::new(State::new(StorageConfig {
+        data_dir: dir.to_path_buf(),
+        segment_bytes: 1 << 20,
+        provisioner: None,
+        defer_writes: false,
+    }))
 }
 
 fn put(key: &str, value: &str, expect: Option<u64>, required: bool) -> KvOp {

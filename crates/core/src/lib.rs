@@ -2,6 +2,7 @@
 //! apply, checkpoints and recovery. Knows nothing of HTTP or Kafka; the front
 //! doors hand it typed commands (see `command`).
 
+pub mod appender;
 pub mod checkpoint;
 pub mod chunked;
 pub mod command;

@@ -16,7 +16,7 @@ struct Fixture {
 }
 
 fn storage(dir: &std::path::Path) -> StorageConfig {
-    StorageConfig { data_dir: dir.to_path_buf(), segment_bytes: 4096, provisioner: None }
+    StorageConfig { data_dir: dir.to_path_buf(), segment_bytes: 4096, provisioner: None, defer_writes: false }
 }
 
 impl Fixture {

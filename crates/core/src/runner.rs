@@ -8,6 +8,7 @@
 //! failed or latched WAL: those answers are 503 with the reason. Never blocks
 //! on disk itself: the WAL writer and the checkpoint thread do.
 
+use crate::appender::{Appender, Join, Joined};
 use crate::checkpoint;
 use crate::command::*;
 use crate::engine::{wall_micros, Cmd, EngineConfig, Reply, Shared};
@@ -32,6 +33,9 @@ struct Frame {
     marks: Vec<(Arc<AtomicU64>, u64)>,
     notify: Vec<Arc<Notify>>,
     shared: Arc<Shared>,
+    /// Set when the frame's batches go to partition files on the appender (D18):
+    /// the frame completes when both the WAL and the appender are done.
+    join: Option<Arc<Join>>,
 }
 
 impl WalItem for Frame {
@@ -39,7 +43,17 @@ impl WalItem for Frame {
         encode_entries(&self.entries, buf);
     }
 
-    fn complete(self: Box<Self>, result: Result<u64, WalError>) {
+    fn complete(mut self: Box<Self>, result: Result<u64, WalError>) {
+        let result = result.map_err(|e| e.to_string());
+        match self.join.take() {
+            Some(j) => j.wal_done(self, result),
+            None => self.finish(result),
+        }
+    }
+}
+
+impl Joined for Frame {
+    fn finish(self: Box<Self>, result: Result<u64, String>) {
         match result {
             Ok(idx) => {
                 debug_assert_eq!(idx, self.index, "planner and WAL agree on frame indexes");
@@ -55,7 +69,7 @@ impl WalItem for Frame {
                 }
             }
             Err(e) => {
-                self.shared.latch(e.to_string());
+                self.shared.latch(e.clone());
                 for r in self.replies {
                     r(Err(CoreError::unavailable(format!("not durable: {e}"))));
                 }
@@ -67,6 +81,7 @@ impl WalItem for Frame {
 pub(crate) struct PlannerLoop {
     p: Planner,
     wal: Arc<WalWriter>,
+    appender: Appender,
     shared: Arc<Shared>,
     cfg: EngineConfig,
     /// Index of the last frame handed to the WAL.
@@ -86,13 +101,21 @@ pub(crate) struct PlannerLoop {
 }
 
 impl PlannerLoop {
-    pub(crate) fn new(p: Planner, wal: Arc<WalWriter>, shared: Arc<Shared>, cfg: EngineConfig, submitted: u64) -> Self {
+    pub(crate) fn new(
+        p: Planner,
+        wal: Arc<WalWriter>,
+        appender: Appender,
+        shared: Arc<Shared>,
+        cfg: EngineConfig,
+        submitted: u64,
+    ) -> Self {
         let lease_expiries = restored_leases(&p.state);
         PlannerLoop {
             checkpointed_index: p.state.applied_index,
             checkpoint_busy: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             p,
             wal,
+            appender,
             shared,
             cfg,
             submitted,
@@ -170,6 +193,12 @@ impl PlannerLoop {
                     }
                 }
             }
+            let writes = std::mem::take(&mut self.p.state.pending_writes);
+            let join = (!writes.is_empty()).then(|| {
+                let j = Join::new();
+                self.appender.submit(writes, j.clone());
+                j
+            });
             let frame = Frame {
                 index: self.submitted,
                 entries: std::mem::take(&mut self.frame_entries),
@@ -177,6 +206,7 @@ impl PlannerLoop {
                 marks,
                 notify,
                 shared: self.shared.clone(),
+                join,
             };
             self.shared.counters.entries.fetch_add(frame.entries.len() as u64, Ordering::Relaxed);
             self.wal.submit(Box::new(frame));

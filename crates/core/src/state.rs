@@ -6,6 +6,7 @@
 //! way it can fail is the disk under the partition files, which stops the
 //! node (fail-stop) rather than letting replicas diverge.
 
+use crate::appender::PendingWrite;
 use crate::entry::{Effect, Entry};
 use crate::model::*;
 use crate::store::{PartitionFiles, ReadSpan, SegmentMark};
@@ -247,6 +248,9 @@ pub struct StorageConfig {
     /// Ready-made segment files (D17); `None` until the engine starts it after
     /// recovery, and in tests: then files are created where they are needed.
     pub provisioner: Option<Arc<crate::provision::Provisioner>>,
+    /// Leave batch bytes in `State::pending_writes` for the appender thread (D18)
+    /// instead of writing them while applying; false during recovery and in tests.
+    pub defer_writes: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -284,6 +288,10 @@ pub struct State {
     /// by the next checkpoint (which no longer names them).
     #[serde(skip)]
     pub graveyard: Vec<PathBuf>,
+    /// Batches applied but not yet written, when `storage.defer_writes` (D18); the
+    /// planner hands them to the appender with the frame that holds their entries.
+    #[serde(skip)]
+    pub pending_writes: Vec<crate::appender::PendingWrite>,
 }
 
 impl State {
@@ -389,9 +397,16 @@ impl State {
                     return Ok(());
                 };
                 let files = p.files.as_mut().ok_or_else(|| ApplyError("partition has no files".into()))?;
-                let (seg, pos) = files
-                    .append(p.end, batch, self.storage.provisioner.as_deref())
-                    .map_err(|e| ApplyError(format!("append to partition {part}: {e}")))?;
+                let prov = self.storage.provisioner.as_deref();
+                let placed = if self.storage.defer_writes {
+                    files.reserve(p.end, batch.len() as u64, prov).map(|(seg, pos, file)| {
+                        self.pending_writes.push(PendingWrite { file, pos, bytes: batch.clone() });
+                        (seg, pos)
+                    })
+                } else {
+                    files.append(p.end, batch, prov)
+                };
+                let (seg, pos) = placed.map_err(|e| ApplyError(format!("append to partition {part}: {e}")))?;
                 p.batches.push_back(BatchMeta { base: p.end, count: *count, ts, seg, pos, len: batch.len() as u32 });
                 p.txids.extend(txids.iter().copied());
                 p.end += *count as u64;

@@ -107,6 +107,25 @@ impl PartitionFiles {
     /// Append a batch whose first offset is `base`; returns (segment base, position).
     /// A new segment comes from `provisioner` when it has one ready (D17).
     pub fn append(&mut self, base: u64, bytes: &[u8], provisioner: Option<&Provisioner>) -> io::Result<(u64, u64)> {
+        let (seg, pos, file) = self.reserve(base, bytes.len() as u64, provisioner)?;
+        if let Err(e) = file.write_all_at(bytes, pos) {
+            // Give the room back: the next append must not leave a hole.
+            let s = self.segments.last_mut().expect("reserve made one");
+            s.len = pos;
+            return Err(e);
+        }
+        Ok((seg, pos))
+    }
+
+    /// Room for `len` bytes of a batch whose first offset is `base`, without writing them:
+    /// (segment base, position, file). The caller writes them there before any reader
+    /// is given the span (D18: the appender thread, before the frame completes).
+    pub fn reserve(
+        &mut self,
+        base: u64,
+        len: u64,
+        provisioner: Option<&Provisioner>,
+    ) -> io::Result<(u64, u64, Arc<File>)> {
         let rotate = match self.segments.last() {
             None => true,
             Some(s) => s.len >= self.segment_bytes,
@@ -130,12 +149,11 @@ impl PartitionFiles {
             self.dir_dirty = true;
         }
         let seg = self.segments.last_mut().expect("a segment exists after rotation");
-        seg.file.write_all_at(bytes, seg.len)?;
         let pos = seg.len;
-        seg.len += bytes.len() as u64;
+        seg.len += len;
         seg.dirty = true;
         self.touched = true;
-        Ok((seg.base, pos))
+        Ok((seg.base, pos, seg.file.clone()))
     }
 
     pub fn span(&self, seg_base: u64, pos: u64, len: u32) -> Option<ReadSpan> {
