@@ -367,3 +367,53 @@ fn a_batch_over_max_message_bytes_is_refused_and_not_stored() {
     assert_eq!((r.error_code, r.base_offset), (0, 0));
     assert_eq!(k.list_offset("big", 0, -1).offset, 1);
 }
+
+/// Partitions that never got a record have no directory yet (D17): checkpoints
+/// taken while they are empty succeed, and they work after a restart.
+#[test]
+fn checkpoints_with_partitions_that_were_never_written_succeed() {
+    let (mut s, port) = Server::start_kafka(&["--checkpoint-interval-secs", "1"]);
+    let mut k = Kafka::connect(port);
+    let create = CreateTopicsRequest::default().with_timeout_ms(5000).with_topics(vec![
+        create_topics_request::CreatableTopic::default()
+            .with_name(topic("sparse"))
+            .with_num_partitions(3)
+            .with_replication_factor(1),
+    ]);
+    let r: CreateTopicsResponse = k.call(ApiKey::CreateTopics, 5, &create);
+    assert_eq!(r.topics[0].error_code, 0);
+    assert_eq!(k.produce("sparse", 2, batch(&[b"only here"], Compression::None, None), -1).error_code, 0);
+    let get = |port: u16, path: &str| -> String {
+        use std::io::{Read, Write};
+        let mut t = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(t, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut out = String::new();
+        t.read_to_string(&mut out).unwrap();
+        out
+    };
+    let metric = |name: &str| -> u64 {
+        let body = get(s.port, "/metrics");
+        body.lines().find_map(|l| l.strip_prefix(&format!("{name} ")).map(|v| v.parse().unwrap())).unwrap_or(0)
+    };
+    // A checkpoint is written once a second when something changed.
+    let wait_checkpoints = |n: u64| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while metric("baton_checkpoints_total") < n && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(metric("baton_checkpoints_total") >= n, "checkpoint {n} was written");
+        let health = get(s.port, "/health");
+        assert!(health.starts_with("HTTP/1.1 200"), "no checkpoint failed: {health}\n{}", s.log());
+    };
+    wait_checkpoints(1);
+    assert_eq!(k.produce("sparse", 0, batch(&[b"later"], Compression::None, None), -1).error_code, 0);
+    wait_checkpoints(2);
+    drop(k);
+    s.kill9();
+    s.restart();
+    let mut k = Kafka::connect(port);
+    for (p, want) in [(0, 1), (1, 0), (2, 1)] {
+        let f = k.fetch("sparse", p, 0, 0);
+        assert_eq!((f.error_code, f.high_watermark), (0, want), "partition {p}");
+    }
+}

@@ -69,10 +69,13 @@ impl PartitionFiles {
     /// A partition with no segment yet. With a provisioner its directory is made
     /// when its first segment is placed (D17), not here on the planner.
     pub fn create(dir: PathBuf, segment_bytes: u64, provisioner: Option<&Provisioner>) -> io::Result<PartitionFiles> {
-        if provisioner.is_none() {
+        // No directory yet means none to sync: a checkpoint before the first append must not
+        // name it (the first segment's placement makes it, and marks it dirty then).
+        let made = provisioner.is_none();
+        if made {
             fs::create_dir_all(&dir)?;
         }
-        Ok(PartitionFiles { dir, segment_bytes, segments: Vec::new(), dir_dirty: true, touched: false })
+        Ok(PartitionFiles { dir, segment_bytes, segments: Vec::new(), dir_dirty: made, touched: false })
     }
 
     /// Reopen after a crash to exactly the checkpointed marks: later bytes are
@@ -263,7 +266,9 @@ mod tests {
         }
         let dir = parts.join("3");
         let mut f = PartitionFiles::create(dir.clone(), 10, Some(&prov)).unwrap();
+        assert_eq!(f.take_dirty_dir(), None, "no directory yet, so none for a checkpoint to sync");
         assert_eq!(f.append(0, b"0123456789ab", Some(&prov)).unwrap(), (0, 0));
+        assert_eq!(f.take_dirty_dir(), Some(dir.clone()), "the first segment's placement makes it");
         assert_eq!(f.append(1, b"xyz", Some(&prov)).unwrap(), (1, 0));
         assert_eq!(f.span(1, 0, 3).unwrap().read().unwrap(), b"xyz", "readable before it has its name");
         let marks = f.marks();
