@@ -16,6 +16,7 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// One batch to copy into its file at its reserved position.
@@ -88,24 +89,39 @@ struct Job {
 /// Handle to the appender thread; the thread ends when this is dropped.
 pub(crate) struct Appender {
     jobs: Sender<Job>,
+    /// Jobs submitted and not yet finished. Only the submitter adds, so a zero
+    /// it reads stays true until it submits again.
+    outstanding: Arc<AtomicU64>,
 }
 
 impl Appender {
     pub(crate) fn start() -> std::io::Result<Appender> {
         let (jobs, rx) = crossbeam_channel::unbounded::<Job>();
-        std::thread::Builder::new().name("baton-appender".into()).spawn(move || run(&rx))?;
-        Ok(Appender { jobs })
+        let outstanding = Arc::new(AtomicU64::new(0));
+        let left = outstanding.clone();
+        std::thread::Builder::new().name("baton-appender".into()).spawn(move || run(&rx, &left))?;
+        Ok(Appender { jobs, outstanding })
     }
 
-    /// Queue one frame's writes; `join` hears when they are in the files.
+    /// Whether every job submitted so far has finished. Frames must complete in
+    /// order (a pop may lease records planned in the frame before it, and a
+    /// checkpoint trusts the durable index), so a frame with no writes of its own
+    /// still joins the appender while an earlier job is unfinished.
+    pub(crate) fn idle(&self) -> bool {
+        self.outstanding.load(Ordering::Acquire) == 0
+    }
+
+    /// Queue one frame's writes (possibly none); `join` hears when they are in the files.
     pub(crate) fn submit(&self, writes: Vec<PendingWrite>, join: Arc<Join>) {
+        self.outstanding.fetch_add(1, Ordering::AcqRel);
         if let Err(e) = self.jobs.send(Job { writes, join }) {
+            self.outstanding.fetch_sub(1, Ordering::AcqRel);
             e.into_inner().join.written(Err("the appender thread is gone".into()));
         }
     }
 }
 
-fn run(rx: &Receiver<Job>) {
+fn run(rx: &Receiver<Job>, outstanding: &AtomicU64) {
     let mut failed: Option<String> = None;
     for job in rx {
         let result = match &failed {
@@ -113,6 +129,7 @@ fn run(rx: &Receiver<Job>) {
             None => write_all(&job.writes).inspect_err(|e| failed = Some(e.clone())),
         };
         job.join.written(result);
+        outstanding.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -166,6 +183,25 @@ mod tests {
         j.wal_done(Box::new(Probe(tx)), Err("disk gone".into()));
         assert_eq!(rx.recv().unwrap(), Err("disk gone".into()));
         assert_eq!(std::fs::read(d.path().join("a")).unwrap(), b"abcde");
+    }
+
+    #[test]
+    fn idle_only_once_every_submitted_job_has_finished() {
+        let d = tempfile::tempdir().unwrap();
+        let a = Appender::start().unwrap();
+        assert!(a.idle());
+        let (tx, rx) = mpsc::channel();
+        let j = Join::new();
+        a.submit(vec![PendingWrite { file: file(d.path(), "f"), pos: 0, bytes: Bytes::from_static(b"x") }], j.clone());
+        j.wal_done(Box::new(Probe(tx)), Ok(1));
+        rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap().unwrap();
+        for _ in 0..1000 {
+            if a.idle() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        panic!("the appender never became idle after its only job");
     }
 
     #[test]

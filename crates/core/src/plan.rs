@@ -3,8 +3,9 @@
 //! at once so the next request sees them. Two pushes in flight never get the
 //! same offset and two pops never lease the same message.
 //!
-//! Runs on one thread and must never do disk I/O beyond apply's page-cache
-//! appends, nor touch JSON. Nothing here answers a client: answers wait for the
+//! Runs on one thread and must never do disk I/O, nor touch JSON: apply only
+//! reserves the place of a batch (the appender writes it, D18) and takes a
+//! ready-made segment file (D17; it makes one itself only when the pool is empty). Nothing here answers a client: answers wait for the
 //! WAL (I3), see `engine`.
 
 use crate::command::*;

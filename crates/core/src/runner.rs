@@ -1,12 +1,14 @@
 //! The planner thread: drains commands, plans them into entries, hands each
 //! batch to the WAL as one frame, and answers from the frame's completion.
 //!
-//! I3 is enforced here: a request's answer is sent from the WAL completion of
-//! the frame holding its entry, after fdatasync. A request that changed
-//! nothing still waits for every frame planned before it, because what it saw
-//! (a duplicate, say) may rest on those. Must never answer success from a
-//! failed or latched WAL: those answers are 503 with the reason. Never blocks
-//! on disk itself: the WAL writer and the checkpoint thread do.
+//! I3 is enforced here: a request's answer is sent from the completion of the
+//! frame holding its entry, after its fdatasync and after its batches are in
+//! the partition files (the appender, D18); frames complete in order. A
+//! request that changed nothing still waits for every frame planned before it,
+//! because what it saw (a duplicate, say) may rest on those. Must never answer
+//! success from a failed or latched WAL or appender: those answers are 503
+//! with the reason. Never blocks on disk itself: the WAL writer, the appender
+//! and the checkpoint thread do.
 
 use crate::appender::{Appender, Join, Joined};
 use crate::checkpoint;
@@ -194,7 +196,7 @@ impl PlannerLoop {
                 }
             }
             let writes = std::mem::take(&mut self.p.state.pending_writes);
-            let join = (!writes.is_empty()).then(|| {
+            let join = (!writes.is_empty() || !self.appender.idle()).then(|| {
                 let j = Join::new();
                 self.appender.submit(writes, j.clone());
                 j
