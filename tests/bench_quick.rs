@@ -4,22 +4,31 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
+
+/// `baton bench ARGS --no-progress --json-out JSON`; asserts it succeeded, returns (stdout, stderr).
+fn bench(args: &[&str], json: &Path) -> (String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("bench")
+        .args(args)
+        .args(["--no-progress", "--json-out"])
+        .arg(json)
+        .output()
+        .expect("run baton bench");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "exit {}\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    (stdout, stderr)
+}
 
 #[test]
 fn bench_quick_runs_and_prints_the_table() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("results.jsonl");
     let t0 = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(["bench", "--quick", "--no-progress", "--json-out"])
-        .arg(&json)
-        .output()
-        .expect("run baton bench --quick");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "exit {}\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    let (stdout, _) = bench(&["--quick"], &json);
     assert!(t0.elapsed() < Duration::from_secs(60), "took {:?}", t0.elapsed());
     assert!(stdout.contains("| workload | system |"), "{stdout}");
     assert!(stdout.contains("| produce | baton | 8 | 256 | 1 |"), "{stdout}");
@@ -44,16 +53,12 @@ fn bench_pipeline_against_a_real_server_verifies_and_leaves_out_the_warm_up() {
     let s = common::Server::start_with(&["--kafka-addr", "127.0.0.1:0"]);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("pipeline.jsonl");
-    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(["bench", "pipeline", "--url", &format!("http://127.0.0.1:{}", s.port)])
-        .args(["--partitions", "4", "--workers", "8", "--batch", "1", "--count", "600"])
-        .args(["--pipeline-rate", "400", "--warmup-secs", "0.5", "--no-progress", "--json-out"])
-        .arg(&json)
-        .output()
-        .expect("run baton bench pipeline");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "exit {}\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    let args = format!(
+        "pipeline --url http://127.0.0.1:{} --partitions 4 --workers 8 --batch 1 --count 600 \
+         --pipeline-rate 400 --warmup-secs 0.5",
+        s.port
+    );
+    let (stdout, stderr) = bench(&args.split_whitespace().collect::<Vec<_>>(), &json);
     assert!(stderr.contains("exactly-once ok") || stdout.contains("exactly-once ok"), "{stdout}\n{stderr}");
     let line: serde_json::Value =
         serde_json::from_str(std::fs::read_to_string(&json).unwrap().lines().next().unwrap()).unwrap();

@@ -87,9 +87,11 @@ impl Snapshot {
         // Only now, with a durable checkpoint that does not name them, may retired files go.
         for p in &self.graveyard {
             let res = if p.is_dir() { fs::remove_dir_all(p) } else { fs::remove_file(p) };
-            // A partition deleted before its first append never had a directory (D17).
-            if let Err(e) = res.or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) }) {
-                tracing::warn!(path = %p.display(), error = %e, "could not delete a retired file");
+            match res {
+                // A partition deleted before its first append never had a directory (D17).
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => tracing::warn!(path = %p.display(), error = %e, "could not delete a retired file"),
+                Ok(()) => {}
             }
         }
         Ok(())

@@ -291,7 +291,7 @@ pub struct State {
     /// Batches applied but not yet written, when `storage.defer_writes` (D18); the
     /// planner hands them to the appender with the frame that holds their entries.
     #[serde(skip)]
-    pub pending_writes: Vec<crate::appender::PendingWrite>,
+    pub pending_writes: Vec<PendingWrite>,
 }
 
 impl State {

@@ -135,9 +135,10 @@ impl PartitionFiles {
         };
         if rotate {
             let target = seg_path(&self.dir, base);
-            let file = match provisioner.and_then(Provisioner::take) {
-                Some((spare, file)) => {
-                    provisioner.expect("took from it").place(spare, self.dir.clone(), target);
+            let ready = provisioner.and_then(|p| p.take().map(|spare| (p, spare)));
+            let file = match ready {
+                Some((p, (spare, file))) => {
+                    p.place(spare, self.dir.clone(), target);
                     file
                 }
                 // The directory may still be waiting for an earlier placement.
