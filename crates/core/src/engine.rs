@@ -27,6 +27,8 @@ pub struct EngineConfig {
     pub wal_segment_bytes: u64,
     /// Zero-fill WAL segments before use (D16).
     pub wal_preallocate: bool,
+    /// Retired WAL segments kept to be zero-filled again as spares (D20).
+    pub wal_recycle: usize,
     pub partition_segment_bytes: u64,
     pub checkpoint_interval: Duration,
 }
@@ -37,6 +39,7 @@ impl EngineConfig {
             data_dir,
             wal_segment_bytes: 64 << 20,
             wal_preallocate: true,
+            wal_recycle: baton_log::WalConfig::DEFAULT_RECYCLE,
             partition_segment_bytes: 64 << 20,
             checkpoint_interval: Duration::from_secs(30),
         }
@@ -155,6 +158,7 @@ impl Engine {
             dir: cfg.data_dir.join("wal"),
             segment_bytes: cfg.wal_segment_bytes,
             preallocate: cfg.wal_preallocate,
+            recycle: cfg.wal_recycle,
         };
         let (mut state, next_index) = checkpoint::recover(storage, &wal_cfg)?;
         // Only after recovery, which deletes what is not a partition (a crash's spares too).

@@ -23,6 +23,7 @@ use std::fmt::Display;
 use std::path::PathBuf;
 
 pub use recovery::recover;
+pub use segment::write_paced;
 pub use stats::{Histogram, WalStats};
 pub use writer::WalWriter;
 
@@ -36,13 +37,23 @@ pub struct WalConfig {
     /// Zero-fill each segment to `segment_bytes` before writing to it (D16), so an fdatasync
     /// never has a new file size to commit. Off: segments grow as they are written.
     pub preallocate: bool,
+    /// With `preallocate`, up to this many segments a checkpoint retired are kept and
+    /// zero-filled again as the next spares instead of deleted (D20).
+    pub recycle: usize,
 }
 
 impl WalConfig {
     pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
+    /// 16 segments of 64 MiB: what a checkpoint interval of 30 s retires at about 35 MB/s of log.
+    pub const DEFAULT_RECYCLE: usize = 16;
 
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        WalConfig { dir: dir.into(), segment_bytes: Self::DEFAULT_SEGMENT_BYTES, preallocate: true }
+        WalConfig {
+            dir: dir.into(),
+            segment_bytes: Self::DEFAULT_SEGMENT_BYTES,
+            preallocate: true,
+            recycle: Self::DEFAULT_RECYCLE,
+        }
     }
 }
 

@@ -73,7 +73,7 @@ pub(crate) fn open_write(path: &Path) -> Result<File, WalError> {
     OpenOptions::new().write(true).open(path).map_err(|e| WalError::io(format!("opening {}", path.display()), e))
 }
 
-const ZERO_CHUNK: usize = 1 << 20;
+const CHUNK: usize = 1 << 20;
 
 /// Writes zeros over `[from, to)` and makes them durable, size included.
 ///
@@ -85,16 +85,27 @@ const ZERO_CHUNK: usize = 1 << 20;
 /// and the first write to each is a journalled conversion. Written a MiB at a time, each
 /// waited for, so the zeros never sit in front of a WAL sync as one large burst.
 pub(crate) fn zero_fill(file: &File, from: u64, to: u64) -> io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    let zeros = vec![0u8; ZERO_CHUNK];
+    let zeros = vec![0u8; CHUNK];
     let mut at = from;
     while at < to {
-        let n = (to - at).min(ZERO_CHUNK as u64) as usize;
-        file.write_all_at(&zeros[..n], at)?;
-        wait_written(file, at, n as u64)?;
+        let n = (to - at).min(CHUNK as u64) as usize;
+        write_paced(file, at, &zeros[..n])?;
         at += n as u64;
     }
     file.sync_all()
+}
+
+/// Writes `data` at `at` a MiB at a time, each MiB on its way to the disk and waited for
+/// before the next is written, so a large background write (a zero-fill, a checkpoint)
+/// never sits in front of a WAL sync as one burst. The caller still syncs for durability.
+pub fn write_paced(file: &File, at: u64, data: &[u8]) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    for (i, chunk) in data.chunks(CHUNK).enumerate() {
+        let pos = at + (i * CHUNK) as u64;
+        file.write_all_at(chunk, pos)?;
+        wait_written(file, pos, chunk.len() as u64)?;
+    }
+    Ok(())
 }
 
 #[cfg(target_os = "linux")]
@@ -119,7 +130,7 @@ fn wait_written(_file: &File, _at: u64, _len: u64) -> io::Result<()> {
 pub(crate) fn is_blank(path: &Path) -> io::Result<bool> {
     use std::io::Read;
     let mut f = File::open(path)?;
-    let mut buf = vec![0u8; ZERO_CHUNK];
+    let mut buf = vec![0u8; CHUNK];
     loop {
         let n = f.read(&mut buf)?;
         if n == 0 {
@@ -206,11 +217,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("z");
         let f = OpenOptions::new().create(true).write(true).truncate(true).open(&p).unwrap();
-        zero_fill(&f, 0, 3 * ZERO_CHUNK as u64 + 5).unwrap();
-        assert_eq!(fs::metadata(&p).unwrap().len(), 3 * ZERO_CHUNK as u64 + 5);
+        zero_fill(&f, 0, 3 * CHUNK as u64 + 5).unwrap();
+        assert_eq!(fs::metadata(&p).unwrap().len(), 3 * CHUNK as u64 + 5);
         assert!(is_blank(&p).unwrap());
         use std::os::unix::fs::FileExt;
-        f.write_all_at(b"x", 3 * ZERO_CHUNK as u64 + 4).unwrap();
+        f.write_all_at(b"x", 3 * CHUNK as u64 + 4).unwrap();
         assert!(!is_blank(&p).unwrap(), "a byte at the very end is found");
         fs::write(&p, b"").unwrap();
         assert!(is_blank(&p).unwrap(), "an empty file holds no frame");

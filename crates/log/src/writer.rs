@@ -123,7 +123,7 @@ impl WalWriter {
         let active = open_active(&cfg, &mut segments, next_index)?;
         let spare = if cfg.preallocate {
             Some(
-                Spare::start(&cfg.dir, cfg.segment_bytes)
+                Spare::start(&cfg.dir, cfg.segment_bytes, cfg.recycle)
                     .map_err(|e| WalError::io("starting the wal spare thread", e))?,
             )
         } else {
@@ -448,12 +448,24 @@ impl Writer {
         self.segments.back().map(|s| s.path.display().to_string()).unwrap_or_default()
     }
 
-    /// Deletes old segments oldest-first, so a crash midway still leaves a contiguous log.
+    /// Drops old segments oldest-first, so a crash midway still leaves a contiguous log.
     /// A segment's entries end where the next segment begins, so it is wholly below `index`
-    /// iff the next segment starts at or before `index`. Failure to delete costs only disk
+    /// iff the next segment starts at or before `index`. With preallocation they go to the
+    /// spare thread's pool (D20: renamed or deleted there, never on this thread, which every
+    /// commit waits on); without, they are deleted here. Failure to delete costs only disk
     /// space and is not latched.
     fn truncate_before(&mut self, index: u64) {
         if self.shared.failed.load(Ordering::Acquire) {
+            return;
+        }
+        if let Some(spare) = self.spare.as_mut() {
+            let mut retired = Vec::new();
+            while self.segments.len() >= 2 && self.segments.get(1).is_some_and(|next| next.first_index <= index) {
+                retired.extend(self.segments.pop_front().map(|s| s.path));
+            }
+            if !retired.is_empty() {
+                spare.retire(retired);
+            }
             return;
         }
         let mut removed = false;

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::fs;
+use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::*;
@@ -341,5 +342,69 @@ fn preallocated_segments_replay_and_rotate_into_the_spare() {
     assert_eq!(info.truncated_bytes, 0);
     assert_eq!(info.next_index, 81);
     let want: Vec<Vec<u8>> = big.into_iter().chain(more).collect();
+    assert_eq!(got.into_iter().map(|(_, p)| p).collect::<Vec<_>>(), want);
+}
+
+/// D20: segments a checkpoint retires go to the spare thread's pool (at most `recycle`; the
+/// rest are deleted), a restart keeps the pool, and a later spare is a pool file zero-filled
+/// again: the log it then holds replays exactly. A pool file used without its zero-fill
+/// would fail the replay (its old frames carry earlier indexes).
+#[test]
+fn retired_segments_are_reused_as_spares_and_the_pool_is_bounded() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let seg_bytes = 64 << 10;
+    let c = WalConfig { preallocate: true, recycle: 2, ..cfg(dir.path(), seg_bytes) };
+    let inode = |p: &Path| fs::metadata(p).unwrap().ino();
+    let seg_path = |n: u64| dir.path().join(segment::file_name(n));
+    let pool = || {
+        let mut v: Vec<PathBuf> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with(crate::spare::RECYCLED_PREFIX))
+            .collect();
+        v.sort();
+        v
+    };
+
+    let w = WalWriter::start(c.clone(), 1).unwrap();
+    let first: Vec<Vec<u8>> = (0..300).map(|i| vec![(i % 250) as u8 + 1; 1000]).collect();
+    append_one_by_one(&w, &first);
+    let names = segment_names(dir.path());
+    assert!(names.len() >= 4, "rotated several times: {names:?}");
+    let active = *names.last().unwrap();
+    let retired: Vec<u64> = names[..names.len() - 1].iter().map(|n| inode(&seg_path(*n))).collect();
+    w.truncate_before(301);
+    w.shutdown(); // joins the spare thread, so the retirement has happened
+    assert_eq!(segment_names(dir.path()), vec![active]);
+    let kept = pool();
+    assert_eq!(kept.len(), 2, "two kept, the rest deleted: {kept:?}");
+    assert!(kept.iter().all(|p| retired.contains(&inode(p))), "the pool holds retired segments");
+
+    // A new process keeps the pool; its first spare comes from it.
+    let w = WalWriter::start(c.clone(), 301).unwrap();
+    let second: Vec<Vec<u8>> = (0..40).map(|i| vec![i as u8 + 7; 1000]).collect();
+    assert_eq!(append_one_by_one(&w, &second), (301..=340).collect::<Vec<_>>());
+    let spare = dir.path().join(crate::spare::SPARE_NAME);
+    let deadline = std::time::Instant::now() + WAIT;
+    while !(pool().len() == 1 && segment::is_blank(&spare).unwrap_or(false)) && std::time::Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(pool().len(), 1, "one pool file taken for the spare");
+    thread::sleep(Duration::from_millis(200)); // its sync and hand-over
+    let third: Vec<Vec<u8>> = (0..40).map(|i| vec![i as u8 + 77; 1000]).collect();
+    assert_eq!(append_one_by_one(&w, &third), (341..=380).collect::<Vec<_>>());
+    w.shutdown();
+    let names = segment_names(dir.path());
+    // The first run's last segment, this run's first, then the one the spare became.
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert_eq!(&names[..2], &[active, 301]);
+    assert!(retired.contains(&inode(&seg_path(names[2]))), "the next segment is a retired one, reused");
+    assert_eq!(fs::metadata(seg_path(names[2])).unwrap().len(), seg_bytes);
+
+    let (info, got) = recover_all(&c, 301).unwrap();
+    assert_eq!(info.truncated_bytes, 0);
+    assert_eq!(info.next_index, 381);
+    let want: Vec<Vec<u8>> = second.into_iter().chain(third).collect();
     assert_eq!(got.into_iter().map(|(_, p)| p).collect::<Vec<_>>(), want);
 }

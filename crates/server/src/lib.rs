@@ -27,6 +27,12 @@ pub struct ServeArgs {
     /// where overwriting in place does not exist.
     #[arg(long, env = "BATON_WAL_PREALLOCATE", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub wal_preallocate: bool,
+    /// With preallocation: how many WAL segments a checkpoint retired are kept and
+    /// zero-filled again as the next ones, instead of deleted (deleting a large file in the
+    /// middle of a workload stalls the next fdatasyncs on ext4). Disk the WAL may keep after
+    /// a checkpoint: this many segments.
+    #[arg(long, env = "BATON_WAL_RECYCLE_SEGMENTS", default_value_t = baton_log::WalConfig::DEFAULT_RECYCLE)]
+    pub wal_recycle_segments: usize,
     /// Size at which a partition segment file is closed, in MiB.
     #[arg(long, env = "BATON_PARTITION_SEGMENT_MB", default_value_t = 64)]
     pub partition_segment_mb: u64,
@@ -85,6 +91,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     cfg.checkpoint_interval = Duration::from_secs(a.checkpoint_interval_secs.max(1));
     cfg.wal_segment_bytes = a.wal_segment_mb.max(1) << 20;
     cfg.wal_preallocate = a.wal_preallocate;
+    cfg.wal_recycle = a.wal_recycle_segments;
     cfg.partition_segment_bytes = a.partition_segment_mb.max(1) << 20;
     // Before the engine starts, so a bad file changes nothing on disk.
     let sasl_users = match &a.kafka_sasl_users {
