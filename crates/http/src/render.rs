@@ -3,7 +3,7 @@
 //! something that is not JSON).
 
 use baton_core::store::ReadSpan;
-use baton_wire::StoredRecord;
+use baton_wire::{Checked, StoredRecord};
 use serde_json::value::RawValue;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -38,8 +38,8 @@ struct BatchCache {
     order: VecDeque<(usize, u64)>,
 }
 
-/// The file (held, see above), the span's length, the bytes.
-type Cached = (Arc<std::fs::File>, u32, Arc<Vec<u8>>);
+/// The file (held, see above), the span's length, the bytes (CRCs checked when read).
+type Cached = (Arc<std::fs::File>, u32, Arc<Checked<Vec<u8>>>);
 
 /// At most this many batches of at most this size: 32 MiB at worst.
 const CACHE_ENTRIES: usize = 512;
@@ -48,14 +48,15 @@ const CACHE_MAX_BATCH: u32 = 64 * 1024;
 static CACHE: LazyLock<Mutex<BatchCache>> =
     LazyLock::new(|| Mutex::new(BatchCache { map: HashMap::new(), order: VecDeque::new() }));
 
-fn read_span(s: &ReadSpan) -> Result<Arc<Vec<u8>>, String> {
+fn read_span(s: &ReadSpan) -> Result<Arc<Checked<Vec<u8>>>, String> {
     let key = (Arc::as_ptr(&s.file) as usize, s.pos);
     if let Some((_, len, b)) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).map.get(&key) {
         if *len == s.len {
             return Ok(b.clone());
         }
     }
-    let b = Arc::new(s.read().map_err(|e| format!("read stored batch: {e}"))?);
+    let b = s.read().map_err(|e| format!("read stored batch: {e}"))?;
+    let b = Arc::new(Checked::new(b).map_err(|e| e.to_string())?);
     if s.len <= CACHE_MAX_BATCH {
         let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
         if c.map.insert(key, (s.file.clone(), s.len, b.clone())).is_none() {
@@ -74,7 +75,7 @@ pub fn read_records(spans: &[ReadSpan], want: impl Fn(u64) -> bool) -> Result<Ve
     let mut out = Vec::new();
     for s in spans {
         let bytes = read_span(s)?;
-        out.extend(baton_wire::decode_batches_where(&bytes, &want).map_err(|e| e.to_string())?);
+        out.extend(bytes.decode_where(&want).map_err(|e| e.to_string())?);
     }
     Ok(out)
 }

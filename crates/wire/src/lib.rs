@@ -6,6 +6,6 @@
 pub mod read;
 pub mod records;
 
-pub use read::decode_batches_where;
+pub use read::{decode_batches_where, Checked};
 
 pub use records::{decode_batches, encode_batch, set_base_offset, BatchHeader, NewRecord, StoredRecord, WireError};

@@ -124,8 +124,19 @@ pub struct BatchHeader {
 }
 
 impl BatchHeader {
-    /// Parse and check the header at the start of `buf` (which must hold the whole batch).
+    /// Parse and check the header at the start of `buf` (which must hold the whole batch),
+    /// the CRC of the whole batch included.
     pub fn parse(buf: &[u8]) -> Result<BatchHeader, WireError> {
+        let h = Self::parse_unchecked_crc(buf)?;
+        let crc = u32::from_be_bytes(buf[17..21].try_into().unwrap());
+        if crc32c::crc32c(&buf[21..h.length]) != crc {
+            return Err(WireError::BadBatch("crc mismatch".into()));
+        }
+        Ok(h)
+    }
+
+    /// [`Self::parse`] without the CRC: only for bytes already checked (see `read::Checked`).
+    pub(crate) fn parse_unchecked_crc(buf: &[u8]) -> Result<BatchHeader, WireError> {
         if buf.len() < BATCH_HEADER_LEN {
             return Err(WireError::BadBatch("batch shorter than its header".into()));
         }
@@ -140,10 +151,6 @@ impl BatchHeader {
         }
         if buf[16] != 2 {
             return Err(WireError::BadBatch(format!("unsupported magic {}", buf[16])));
-        }
-        let crc = u32::from_be_bytes(buf[17..21].try_into().unwrap());
-        if crc32c::crc32c(&buf[21..length]) != crc {
-            return Err(WireError::BadBatch("crc mismatch".into()));
         }
         let max_timestamp = i64::from_be_bytes(buf[35..43].try_into().unwrap());
         let count = i32::from_be_bytes(buf[57..61].try_into().unwrap());
