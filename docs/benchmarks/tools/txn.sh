@@ -15,7 +15,9 @@ set -u
 OUT=${1:?output jsonl}; RUNS=${2:-3}
 B=target/release/baton
 URL=http://127.0.0.1:6632
-start() { rm -rf /tmp/txn-bench-data; $B serve --data-dir /tmp/txn-bench-data >/dev/null 2>/tmp/txn-bench-server.log </dev/null & SP=$!
+start() { # a server left running on the port would be measured instead of this one
+  if curl -sf $URL/health >/dev/null; then echo "txn.sh: something already answers on $URL; stop it first" >&2; exit 1; fi
+  rm -rf /tmp/txn-bench-data; $B serve --data-dir /tmp/txn-bench-data >/dev/null 2>/tmp/txn-bench-server.log </dev/null & SP=$!
   for _ in $(seq 100); do curl -sf $URL/health >/dev/null && break; sleep 0.05; done; }
 stop() { kill -TERM $SP; wait $SP 2>/dev/null; }
 cpu() { # label: server CPU per committed transaction, by thread; server-side commit latency
