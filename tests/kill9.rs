@@ -311,7 +311,8 @@ async fn kill9_under_push_and_ack_load_loses_nothing_and_redelivers_no_acked_mes
     let t0 = Instant::now();
 
     // Small WAL segments and 1 s checkpoints, so kills also land during
-    // segment rotation, checkpoints and the deletion of old segments.
+    // segment rotation, checkpoints, and the retirement of old segments into
+    // the recycling pool and their reuse as zero-filled spares (D20).
     let mut server = common::Server::start_with(&["--checkpoint-interval-secs", "1", "--wal-segment-mb", "1"]);
     let base = server.url("");
     let c = http();
