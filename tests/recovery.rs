@@ -134,6 +134,21 @@ async fn state_view(c: &reqwest::Client, s: &Server, logs: &[(&str, &str)]) -> V
     })
 }
 
+/// The WAL's pool of retired segments (D20).
+fn recycled(s: &Server) -> Vec<PathBuf> {
+    std::fs::read_dir(s.wal_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("wal.recycled.")))
+        .collect()
+}
+
+/// `None` for a file gone between listing and looking (the spare thread renames them).
+fn inode(p: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| m.ino())
+}
+
 fn names(paths: &[PathBuf]) -> BTreeSet<String> {
     paths.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect()
 }
@@ -270,9 +285,21 @@ async fn checkpoint_and_wal_replay_after_kill9() {
     let now = names(&s.wal_segments());
     assert!(
         now.len() < seen.len(),
-        "segments covered by the checkpoint are deleted: written {seen:?}, present {now:?}"
+        "segments covered by the checkpoint are retired: written {seen:?}, present {now:?}"
     );
-    // Phase 2, after the checkpoint: more pushes, pops and acks; then SIGKILL at once.
+    // D20: retired segments wait in the pool (nothing was written since, so no spare took one).
+    let pool: BTreeSet<u64> = recycled(&s).iter().filter_map(|p| inode(p)).collect();
+    assert!(!pool.is_empty(), "retired segments are kept for reuse");
+    // Phase 2, after the checkpoint: 3 MB more, so rotations take spares made from the pool
+    // and the crash below lands on a log that runs through reused files; then pops, acks.
+    let mut reused = false;
+    for i in 0..30 {
+        let t = ids(&format!("b-c0-more-{i}"), 0..100);
+        push(&c, &s, "b", "c0", &t, 1000).await;
+        c0.extend(t);
+        reused |= s.wal_segments().iter().filter_map(|p| inode(p)).any(|i| pool.contains(&i));
+    }
+    assert!(reused, "a segment after the checkpoint is a reused file");
     let mut c1 = Vec::new();
     for i in 0..5 {
         let t = ids(&format!("b-c0-late-{i}"), 0..50);
@@ -295,7 +322,7 @@ async fn checkpoint_and_wal_replay_after_kill9() {
     let present = names(&s.wal_segments());
     assert!(
         present.len() < seen.len() && !present.contains("wal-00000000000000000001.log"),
-        "old segments stay deleted: written {seen:?}, present {present:?}"
+        "old segments stay retired: written {seen:?}, present {present:?}"
     );
     assert!(s.dir.join("checkpoint.bin").exists());
 
