@@ -458,18 +458,19 @@ impl Writer {
         if self.shared.failed.load(Ordering::Acquire) {
             return;
         }
-        if let Some(spare) = self.spare.as_mut() {
+        if self.spare.is_some() {
             let mut retired = Vec::new();
-            while self.segments.len() >= 2 && self.segments.get(1).is_some_and(|next| next.first_index <= index) {
+            while self.oldest_is_below(index) {
                 retired.extend(self.segments.pop_front().map(|s| s.path));
             }
-            if !retired.is_empty() {
-                spare.retire(retired);
+            match self.spare.as_mut() {
+                Some(spare) if !retired.is_empty() => spare.retire(retired),
+                _ => {}
             }
             return;
         }
         let mut removed = false;
-        while self.segments.len() >= 2 && self.segments.get(1).is_some_and(|next| next.first_index <= index) {
+        while self.oldest_is_below(index) {
             let Some(oldest) = self.segments.front() else {
                 break;
             };
@@ -489,6 +490,11 @@ impl Writer {
                 tracing::warn!(dir = %self.dir.display(), error = %e, "fsync after deleting wal segments failed");
             }
         }
+    }
+
+    /// Whether the oldest segment holds only entries below `index` and is not the active one.
+    fn oldest_is_below(&self, index: u64) -> bool {
+        self.segments.len() >= 2 && self.segments.get(1).is_some_and(|next| next.first_index <= index)
     }
 }
 
