@@ -179,15 +179,24 @@ fn load(dir: &Path) -> Result<Option<State>, String> {
 }
 
 /// Rebuild the state from disk; returns it with the next WAL index.
+///
+/// Decides before it acts: everything that would make the directory unrecoverable (a log
+/// that no longer reaches back to the checkpoint, a partition file shorter than the
+/// checkpoint recorded or missing) is found by reading only, and refused with nothing
+/// changed on disk. Only then are files the checkpoint does not know deleted and the rest
+/// cut back to its marks.
 pub fn recover(storage: StorageConfig, wal: &WalConfig) -> Result<(State, u64), String> {
     fs::create_dir_all(&storage.data_dir).map_err(|e| format!("create {}: {e}", storage.data_dir.display()))?;
-    let mut state = load(&storage.data_dir)?.unwrap_or_default();
+    let loaded = load(&storage.data_dir)?;
+    let had_checkpoint = loaded.is_some();
+    let mut state = loaded.unwrap_or_default();
     for p in state.parts.values_mut() {
         p.rebuild_dedup();
     }
     state.next_lease = state.next_lease.max(1);
     state.storage = storage.clone();
     let parts_dir = storage.data_dir.join("partitions");
+    preflight(&state, had_checkpoint, &parts_dir, wal)?;
     fs::create_dir_all(&parts_dir).map_err(|e| e.to_string())?;
     // Partitions created after the checkpoint are recreated by replay, from empty.
     for ent in fs::read_dir(&parts_dir).map_err(|e| e.to_string())? {
@@ -232,6 +241,54 @@ pub fn recover(storage: StorageConfig, wal: &WalConfig) -> Result<(State, u64), 
         p.durable.store(p.end, Ordering::Release);
     }
     Ok((state, info.next_index.max(from)))
+}
+
+/// The read-only half of recovery: refuses, naming what is wrong, every directory that
+/// recovery could only make worse.
+fn preflight(state: &State, had_checkpoint: bool, parts_dir: &Path, wal: &WalConfig) -> Result<(), String> {
+    let from = state.applied_index + 1;
+    let first = baton_log::first_index(&wal.dir).map_err(|e| e.to_string())?;
+    let refuse = |why: String| {
+        Err(format!(
+            "{why}; nothing was changed on disk. Restore the missing file(s), or start with a fresh --data-dir"
+        ))
+    };
+    if let Some(first) = first.filter(|f| *f > from) {
+        let what =
+            if had_checkpoint { "the checkpoint covers entries up to" } else { "there is no checkpoint.bin, so" };
+        return refuse(format!(
+            "the log starts at entry {first} but {what} {}: entries {from}..{} are in neither",
+            from - 1,
+            first - 1
+        ));
+    }
+    if !had_checkpoint && first.is_none() {
+        let data = fs::read_dir(parts_dir).map(|mut d| d.any(|e| e.is_ok_and(|e| e.file_name() != ".spare")));
+        if data.unwrap_or(false) {
+            return refuse(format!(
+                "{} holds partition data but there is neither a checkpoint.bin nor a log to describe it",
+                parts_dir.display()
+            ));
+        }
+    }
+    for (id, p) in &state.parts {
+        let dir = state.part_dir(*id);
+        for m in &p.marks {
+            let path = crate::store::seg_path(&dir, m.base);
+            let len = match fs::metadata(&path) {
+                Ok(md) => md.len(),
+                Err(e) => return refuse(format!("partition {id}: {} is missing ({e})", path.display())),
+            };
+            if len < m.len {
+                return refuse(format!(
+                    "partition {id}: {} is {len} bytes but the checkpoint recorded {} (truncated or damaged)",
+                    path.display(),
+                    m.len
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

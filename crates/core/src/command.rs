@@ -13,6 +13,8 @@ pub enum ErrorKind {
     Conflict,
     TooLarge,
     Unavailable,
+    /// A named bound on how many of something may exist or wait was hit (429).
+    Overloaded,
 }
 
 /// An error with a stable machine code (`{error, code}` over HTTP).

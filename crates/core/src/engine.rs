@@ -12,7 +12,7 @@ use crate::plan::Planner;
 use crate::state::StorageConfig;
 use crate::timers::{TimerOp, TimerResult};
 use baton_log::{WalConfig, WalStats, WalWriter};
-use crossbeam_channel::{bounded, Sender};
+use crossbeam_channel::{bounded, Sender, TrySendError};
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -31,6 +31,10 @@ pub struct EngineConfig {
     pub wal_recycle: usize,
     pub partition_segment_bytes: u64,
     pub checkpoint_interval: Duration,
+    pub limits: crate::limits::Limits,
+    /// Requests waiting for the planner; one more is answered `overloaded` (429) at once
+    /// rather than blocking the front door's thread.
+    pub max_queued_requests: usize,
 }
 
 impl EngineConfig {
@@ -42,6 +46,8 @@ impl EngineConfig {
             wal_recycle: baton_log::WalConfig::DEFAULT_RECYCLE,
             partition_segment_bytes: 64 << 20,
             checkpoint_interval: Duration::from_secs(30),
+            limits: crate::limits::Limits::default(),
+            max_queued_requests: 65_536,
         }
     }
 }
@@ -64,6 +70,8 @@ pub struct Counters {
     pub txns: AtomicU64,
     /// Requests the planner judged (reads included).
     pub commands: AtomicU64,
+    /// Requests refused because `max_queued_requests` were already waiting for the planner.
+    pub overloaded: AtomicU64,
 }
 
 pub struct Shared {
@@ -81,11 +89,22 @@ impl Shared {
         self.notifies.lock().entry(queue.to_string()).or_insert_with(|| Arc::new(Notify::new())).clone()
     }
 
+    /// Fail-stop: refuse writes until restart, and answer every reply parked for durability
+    /// now (its frame will never be durable in this process, or its answer rests on one that
+    /// will not). The flag is set before the waiters are taken, and parking checks it under
+    /// the waiters' lock, so no reply can be parked after this and wait forever.
     pub(crate) fn latch(&self, reason: String) {
-        let mut f = self.failed.lock();
-        if f.is_none() {
-            tracing::error!(%reason, "storage failed: refusing writes until restart");
-            *f = Some(reason);
+        let reason = {
+            let mut f = self.failed.lock();
+            if f.is_none() {
+                tracing::error!(%reason, "storage failed: refusing writes until restart");
+                *f = Some(reason);
+            }
+            f.clone().unwrap_or_default()
+        };
+        let parked: Vec<Reply> = self.durable.lock().1.drain(..).map(|(_, r)| r).collect();
+        for r in parked {
+            r(Err(CoreError::unavailable(format!("not durable: {reason}"))));
         }
     }
 
@@ -137,6 +156,8 @@ pub(crate) enum Cmd {
 #[derive(Clone)]
 pub struct Engine {
     tx: Sender<Cmd>,
+    /// Held for the engine's life: no second process may open this data directory.
+    _lock: Arc<crate::dirlock::DirLock>,
     shared: Arc<Shared>,
     wal_stats: Arc<WalStats>,
 }
@@ -160,6 +181,9 @@ impl Engine {
             preallocate: cfg.wal_preallocate,
             recycle: cfg.wal_recycle,
         };
+        cfg.limits.validate()?;
+        // Before recovery reads or cuts anything.
+        let lock = Arc::new(crate::dirlock::DirLock::acquire(&cfg.data_dir)?);
         let (mut state, next_index) = checkpoint::recover(storage, &wal_cfg)?;
         // Only after recovery, which deletes what is not a partition (a crash's spares too).
         state.storage.provisioner = Some(
@@ -178,15 +202,16 @@ impl Engine {
             counters: Counters::default(),
         });
         let wal_stats = wal.stats();
-        let (tx, rx) = bounded(65_536);
+        let (tx, rx) = bounded(cfg.max_queued_requests.max(1));
         let sh = shared.clone();
         std::thread::Builder::new()
             .name("baton-planner".into())
             .spawn(move || {
                 let watch = sh.clone();
                 let run = move || {
+                    let limits = cfg.limits.clone();
                     crate::runner::PlannerLoop::new(
-                        Planner::new(state),
+                        Planner::with_limits(state, limits),
                         Arc::new(wal),
                         appender,
                         sh,
@@ -206,21 +231,33 @@ impl Engine {
                 }
             })
             .map_err(|e| e.to_string())?;
-        Ok(Engine { tx, shared, wal_stats })
+        Ok(Engine { tx, _lock: lock, shared, wal_stats })
     }
 
-    async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Cmd) -> Option<T> {
+    async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Cmd) -> Result<T, CoreError> {
         let (tx, rx) = oneshot::channel();
-        self.tx.send(make(tx)).ok()?;
-        rx.await.ok()
+        // Never block the caller's (tokio) thread on a full queue: answer it instead.
+        match self.tx.try_send(make(tx)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                self.shared.counters.overloaded.fetch_add(1, Ordering::Relaxed);
+                return Err(CoreError::new(
+                    ErrorKind::Overloaded,
+                    "overloaded",
+                    "too many requests are waiting for the planner (max queued requests); retry shortly",
+                ));
+            }
+            Err(TrySendError::Disconnected(_)) => return Err(gone()),
+        }
+        rx.await.map_err(|_| gone())
     }
 
     pub async fn push(&self, groups: Vec<PushGroup>) -> Result<Vec<PushResult>, CoreError> {
-        self.call(|r| Cmd::Push(groups, r)).await.unwrap_or_else(|| Err(gone()))
+        self.call(|r| Cmd::Push(groups, r)).await?
     }
 
     pub async fn pop(&self, req: PopRequest) -> Result<Option<PopResult>, CoreError> {
-        self.call(|r| Cmd::Pop(req, r)).await.unwrap_or_else(|| Err(gone()))
+        self.call(|r| Cmd::Pop(req, r)).await?
     }
 
     pub async fn ack(
@@ -228,11 +265,11 @@ impl Engine {
         group: Option<String>,
         items: Vec<AckItem>,
     ) -> Result<Vec<Result<(), CoreError>>, CoreError> {
-        self.call(|r| Cmd::Ack(group, items, r)).await.unwrap_or_else(|| Err(gone()))
+        self.call(|r| Cmd::Ack(group, items, r)).await?
     }
 
     pub async fn extend(&self, lease: LeaseId, secs: Option<u64>) -> Result<Micros, CoreError> {
-        self.call(|r| Cmd::Extend(lease, secs, r)).await.unwrap_or_else(|| Err(gone()))
+        self.call(|r| Cmd::Extend(lease, secs, r)).await?
     }
 
     pub async fn configure(
@@ -241,7 +278,7 @@ impl Engine {
         patch: OptionsPatch,
         mode: ConfigureMode,
     ) -> Result<QueueOptions, CoreError> {
-        self.call(|r| Cmd::Configure(queue, patch, mode, r)).await.unwrap_or_else(|| Err(gone()))
+        self.call(|r| Cmd::Configure(queue, patch, mode, r)).await?
     }
 
     pub async fn seek(
@@ -252,36 +289,34 @@ impl Engine {
         to_ts: Option<Micros>,
         to_end: bool,
     ) -> Result<u32, CoreError> {
-        self.call(|reply| Cmd::Seek { group, queue, partition, to_ts, to_end, reply })
-            .await
-            .unwrap_or_else(|| Err(gone()))
+        self.call(|reply| Cmd::Seek { group, queue, partition, to_ts, to_end, reply }).await?
     }
 
     pub async fn delete_group(&self, group: String) -> Result<(), CoreError> {
-        self.call(|r| Cmd::DeleteGroup(group, r)).await.unwrap_or_else(|| Err(gone()))
+        self.call(|r| Cmd::DeleteGroup(group, r)).await?
     }
 
     pub async fn delete_queue(&self, queue: String) -> Result<(), CoreError> {
-        self.call(|r| Cmd::DeleteQueue(queue, r)).await.unwrap_or_else(|| Err(gone()))
+        self.call(|r| Cmd::DeleteQueue(queue, r)).await?
     }
 
     /// Acks and pushes as one entry: committed whole or rolled back whole.
     pub async fn transaction(&self, t: crate::txn::TxnRequest) -> Result<crate::txn::TxnOutcome, CoreError> {
-        self.call(|r| Cmd::Txn(t, r)).await.unwrap_or_else(|| Err(gone()))
+        self.call(|r| Cmd::Txn(t, r)).await?
     }
 
     /// Kafka Produce: the client's batches stored as they came, offsets assigned.
     pub async fn produce(&self, r: ProduceRequest) -> Result<ProduceOutcome, CoreError> {
-        self.call(|x| Cmd::Produce(r, x)).await.unwrap_or_else(|| Err(gone()))
+        self.call(|x| Cmd::Produce(r, x)).await?
     }
 
     /// Create a topic (queue) with partitions "0".."n-1"; true if anything was created.
     pub async fn create_topic(&self, topic: String, partitions: u32) -> Result<bool, CoreError> {
-        self.call(|x| Cmd::CreateTopic(topic, partitions, x)).await.unwrap_or_else(|| Err(gone()))
+        self.call(|x| Cmd::CreateTopic(topic, partitions, x)).await?
     }
 
     pub async fn init_producer(&self) -> Result<i64, CoreError> {
-        self.call(Cmd::InitProducer).await.unwrap_or_else(|| Err(gone()))
+        self.call(Cmd::InitProducer).await?
     }
 
     /// Kafka OffsetCommit: set the group's next offset on each named partition.
@@ -291,26 +326,26 @@ impl Engine {
         topic: String,
         offsets: Vec<(String, u64)>,
     ) -> Result<Vec<Result<(), CoreError>>, CoreError> {
-        self.call(|x| Cmd::Commit(group, topic, offsets, x)).await.unwrap_or_else(|| Err(gone()))
+        self.call(|x| Cmd::Commit(group, topic, offsets, x)).await?
     }
 
     /// KV ops in order; all applied, or none if a required precondition failed.
     pub async fn kv(&self, ops: Vec<KvOp>) -> Result<Result<Vec<KvResult>, KvRollback>, CoreError> {
         crate::kv::validate(&ops)?;
-        self.call(|x| Cmd::Kv(ops, x)).await.unwrap_or_else(|| Err(gone()))
+        self.call(|x| Cmd::Kv(ops, x)).await?
     }
 
     pub async fn timers(&self, ops: Vec<TimerOp>) -> Result<Vec<TimerResult>, CoreError> {
         crate::timers::validate(&ops)?;
-        self.call(|x| Cmd::Timers(ops, x)).await.unwrap_or_else(|| Err(gone()))
+        self.call(|x| Cmd::Timers(ops, x)).await?
     }
 
     pub async fn query(&self, q: Query) -> Result<QueryResult, CoreError> {
-        self.call(|r| Cmd::Query(q, r)).await.ok_or_else(gone)
+        self.call(|r| Cmd::Query(q, r)).await
     }
 
     pub async fn fetch(&self, reqs: Vec<FetchRequest>) -> Result<Vec<FetchResult>, CoreError> {
-        self.call(|r| Cmd::Fetch(reqs, r)).await.ok_or_else(gone)
+        self.call(|r| Cmd::Fetch(reqs, r)).await
     }
 
     /// Long-poll support: wakes when a durable push (or a released lease) may

@@ -130,6 +130,30 @@ pub enum Effect {
     },
 }
 
+impl Entry {
+    /// About how many bytes the entry takes in a frame: what bounds a planner batch (the
+    /// frame cap). Counts the variable parts; every effect gets a fixed allowance on top.
+    pub fn approx_bytes(&self) -> usize {
+        self.effects
+            .iter()
+            .map(|e| {
+                64 + match e {
+                    Effect::Append { txids, dedup, batch, .. } => batch.len() + 8 * (txids.len() + dedup.len()),
+                    Effect::Lease { offsets, .. } => 8 * offsets.len(),
+                    Effect::Ack { error, .. } => error.as_ref().map_or(0, |e| e.len()),
+                    Effect::KvSet { ns, key, value, .. } => ns.len() + key.len() + value.len(),
+                    Effect::TimerSet { queue, key, payload, partition, txn, .. } => {
+                        queue.len() + key.len() + payload.len() + partition.len() + txn.len()
+                    }
+                    Effect::Configure { queue, .. } => queue.len(),
+                    Effect::CreatePartition { name, .. } | Effect::CreateGroup { name, .. } => name.len(),
+                    _ => 0,
+                }
+            })
+            .sum()
+    }
+}
+
 pub fn encode_entries(entries: &[Entry], buf: &mut Vec<u8>) {
     bincode::serialize_into(buf, entries).expect("entries serialize into a Vec");
 }

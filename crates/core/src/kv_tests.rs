@@ -29,7 +29,7 @@ fn get(key: &str) -> KvOp {
 fn run(p: &mut Planner, log: &mut Vec<Entry>, now: u64, ops: &[KvOp]) -> Result<Vec<KvResult>, crate::kv::KvRollback> {
     p.begin(now);
     let r = p.kv(ops).unwrap();
-    log.extend(p.finish());
+    log.extend(p.finish().expect("a whole plan"));
     r
 }
 
@@ -135,14 +135,14 @@ fn timers_fire_exactly_once_and_survive_replay() {
     let r = p
         .timers(&[sched("a", 5000), sched("b", 1000), TimerOp::Cancel { queue: "q".into(), key: "zz".into() }])
         .unwrap();
-    log.extend(p.finish());
+    log.extend(p.finish().expect("a whole plan"));
     assert_eq!(r.iter().map(|r| r.status).collect::<Vec<_>>(), ["scheduled", "scheduled", "absent"]);
     p.begin(S + 500_000);
     assert_eq!(p.fire_timers().unwrap(), 0);
-    assert!(p.finish().is_none());
+    assert!(p.finish().expect("a whole plan").is_none());
     p.begin(3 * S);
     assert_eq!(p.fire_timers().unwrap(), 1, "b is due");
-    log.extend(p.finish());
+    log.extend(p.finish().expect("a whole plan"));
     p.begin(3 * S + 1);
     assert_eq!(p.fire_timers().unwrap(), 0, "a fired timer does not fire again");
     assert_eq!(p.state.partition("q", "Default").unwrap().end, 1);

@@ -7,9 +7,17 @@
 //! reserves the place of a batch (the appender writes it, D18) and takes a
 //! ready-made segment file (D17; it makes one itself only when the pool is empty). Nothing here answers a client: answers wait for the
 //! WAL (I3), see `engine`.
+//!
+//! I2, whole or nothing: every check a request needs runs against the state
+//! before its first effect is emitted (`admit_push` is the one check of a
+//! push, for the push path and the transaction path alike). A request that is
+//! refused after it emitted anything, or an effect that apply refuses, marks
+//! the plan broken: `finish` then hands back no entry but the reason, and the
+//! runner latches (the state already holds the half that was applied, D1).
 
 use crate::command::*;
 use crate::entry::{Effect, Entry};
+use crate::limits::Limits;
 use crate::model::*;
 use crate::state::{ApplyError, State};
 use std::collections::HashSet;
@@ -22,6 +30,9 @@ pub struct Planner {
     pub pushed_queues: HashSet<QueueId>,
     /// (time, queue): long polls of the queue should look again then (a delayed message comes due).
     pub wakeups: Vec<(Micros, QueueId)>,
+    pub limits: Limits,
+    /// Set when the request being planned was refused after it emitted an effect.
+    broken: Option<String>,
 }
 
 type Planned<T> = Result<T, CoreError>;
@@ -32,13 +43,26 @@ fn apply_err(e: ApplyError) -> CoreError {
 
 impl Planner {
     pub fn new(state: State) -> Planner {
-        Planner { state, ts: 0, effects: Vec::new(), pushed_queues: HashSet::new(), wakeups: Vec::new() }
+        Self::with_limits(state, Limits::default())
+    }
+
+    pub fn with_limits(state: State, limits: Limits) -> Planner {
+        Planner {
+            state,
+            ts: 0,
+            effects: Vec::new(),
+            pushed_queues: HashSet::new(),
+            wakeups: Vec::new(),
+            limits,
+            broken: None,
+        }
     }
 
     /// Start planning one request at wall-clock `now` (I5: time never goes back).
     pub fn begin(&mut self, now: Micros) {
         self.ts = now.max(self.state.last_ts + 1);
         self.effects.clear();
+        self.broken = None;
     }
 
     pub fn now(&self) -> Micros {
@@ -47,17 +71,50 @@ impl Planner {
 
     fn emit(&mut self, e: Effect) -> Result<(), CoreError> {
         self.state.last_ts = self.ts;
-        self.state.apply_effect(self.ts, &e).map_err(apply_err)?;
+        if let Err(err) = self.state.apply_effect(self.ts, &e) {
+            // Apply may have changed part of the state before refusing: this plan is broken.
+            self.broken.get_or_insert_with(|| format!("apply refused a planned effect: {}", err.0));
+            return Err(apply_err(err));
+        }
         self.effects.push(e);
         Ok(())
     }
 
-    /// The entry for the request just planned, if it changed anything.
-    pub fn finish(&mut self) -> Option<Entry> {
-        if self.effects.is_empty() {
-            return None;
+    /// The entry for the request just planned, if it changed anything; `Err` with the reason
+    /// when the plan is broken (refused after an effect): that entry must never be logged.
+    pub fn finish(&mut self) -> Result<Option<Entry>, String> {
+        if let Some(reason) = self.broken.take() {
+            self.effects.clear();
+            return Err(reason);
         }
-        Some(Entry { ts: self.ts, effects: std::mem::take(&mut self.effects) })
+        if self.effects.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Entry { ts: self.ts, effects: std::mem::take(&mut self.effects) }))
+    }
+
+    /// Plans one request through `f`: a refusal after `f` emitted anything breaks the plan
+    /// (I2), so a half-planned request can never be logged or answered as done.
+    pub fn step<T>(&mut self, f: impl FnOnce(&mut Planner) -> Planned<T>) -> Planned<T> {
+        let before = self.effects.len();
+        let res = f(self);
+        if let Err(e) = &res {
+            self.refused_after(before, e);
+        }
+        res
+    }
+
+    /// Marks the plan broken when effects were emitted since `before` by a part that was then
+    /// refused with `e`.
+    pub(crate) fn refused_after(&mut self, before: usize, e: &CoreError) {
+        if self.effects.len() > before {
+            self.broken.get_or_insert_with(|| format!("refused after planning part of it: {e}"));
+        }
+    }
+
+    /// Effects emitted so far by the request being planned.
+    pub(crate) fn emitted(&self) -> usize {
+        self.effects.len()
     }
 
     pub(crate) fn emit_pub(&mut self, e: Effect) -> Result<(), CoreError> {
@@ -91,6 +148,16 @@ impl Planner {
             return Ok(*g);
         }
         valid_name(name).map_err(|m| CoreError::bad("invalid_group", format!("consumer group: {m}")))?;
+        if self.state.groups.len() >= self.limits.max_groups {
+            return Err(CoreError::new(
+                ErrorKind::Overloaded,
+                "too_many_groups",
+                format!(
+                    "{} consumer groups exist, the most allowed (max groups); delete one first",
+                    self.limits.max_groups
+                ),
+            ));
+        }
         let from_ts = if name == QUEUE_MODE { None } else { from_ts };
         self.emit(Effect::CreateGroup { name: name.to_string(), from_ts })?;
         Ok(self.state.group_ids[name])
@@ -104,10 +171,45 @@ impl Planner {
     pub fn push(&mut self, groups: Vec<PushGroup>) -> Vec<PushResult> {
         let mut out = Vec::new();
         for g in groups {
-            out.extend(self.push_group(g));
+            let before = self.emitted();
+            let results = self.push_group(g);
+            // A group is refused whole, before its first effect (admit_push); anything else
+            // is a half-planned group and breaks the plan.
+            if let Some(PushStatus::Failed(e)) = results.first().map(|r| &r.status) {
+                let e = e.clone();
+                self.refused_after(before, &e);
+            }
+            out.extend(results);
         }
         out.sort_by_key(|r| r.index);
         out
+    }
+
+    /// Every check a push group must pass, against the state, before anything is emitted:
+    /// names, the queue's `maxSize` and the entry's size. `kept` is how many of its records
+    /// will be stored; `pending` how many this same request already plans into the queue
+    /// (net of what it settles there), for a transaction whose parts are checked together.
+    pub(crate) fn admit_push(&self, g: &PushGroup, kept: u64, pending: i64, bytes: usize) -> Result<(), CoreError> {
+        valid_name(&g.queue).map_err(|m| CoreError::bad("invalid_queue", format!("queue name: {m}")))?;
+        valid_name(&g.partition).map_err(|m| CoreError::bad("invalid_partition", format!("partition name: {m}")))?;
+        if bytes > self.limits.max_entry_bytes {
+            return Err(self.limits.entry_too_large(bytes));
+        }
+        let Some(q) = self.state.queue_ids.get(&g.queue) else {
+            return Ok(()); // a new queue has the default options: no maxSize
+        };
+        let max = self.state.queues[q].options.max_size;
+        if max > 0 {
+            let depth = (queue_depth(&self.state, *q) as i64).saturating_add(pending).max(0) as u64;
+            if depth.saturating_add(kept) > max {
+                return Err(CoreError::new(
+                    ErrorKind::Conflict,
+                    "queue_full",
+                    format!("queue {} is at maxSize {max}", g.queue),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn push_group(&mut self, mut g: PushGroup) -> Vec<PushResult> {
@@ -123,64 +225,30 @@ impl Planner {
                 })
                 .collect::<Vec<_>>()
         };
-        let q = match self.ensure_queue(&g.queue) {
-            Ok(q) => q,
-            Err(e) => return fail(&g, e),
-        };
-        let part = match self.ensure_partition(q, &g.partition) {
-            Ok(p) => p,
-            Err(e) => return fail(&g, e),
-        };
-        let opts = self.state.queues[&q].options.clone();
+        let window = self
+            .state
+            .queue(&g.queue)
+            .map(|q| q.options.dedup_window_seconds)
+            .unwrap_or(QueueOptions::default().dedup_window_seconds);
         let now = self.ts;
-        let p = &self.state.parts[&part];
+        let existing = self.state.partition(&g.queue, &g.partition);
         // Dedup: within the window, and within this very request.
         let mut seen = HashSet::new();
         let mut keep = Vec::with_capacity(g.records.len());
         for r in &g.records {
             let h = txid_hash(&r.txid);
             let dup = r.client_txid
-                && opts.dedup_window_seconds > 0
-                && (p.dedup.get(&h).is_some_and(|exp| *exp > now) || !seen.insert(h));
+                && window > 0
+                && (existing.is_some_and(|p| p.dedup.get(&h).is_some_and(|exp| *exp > now)) || !seen.insert(h));
             keep.push(!dup);
         }
         let kept = keep.iter().filter(|k| **k).count() as u64;
-        if opts.max_size > 0 {
-            let depth = queue_depth(&self.state, q);
-            if depth + kept > opts.max_size {
-                return fail(
-                    &g,
-                    CoreError::new(
-                        ErrorKind::Conflict,
-                        "queue_full",
-                        format!("queue {} is at maxSize {}", g.queue, opts.max_size),
-                    ),
-                );
-            }
+        if let Err(e) = self.admit_push(&g, kept, 0, g.batch.len() + 16 * g.records.len()) {
+            return fail(&g, e);
         }
-        let base = p.end;
-        let mut results = Vec::with_capacity(g.records.len());
-        let mut txids = Vec::new();
-        let mut dedup = Vec::new();
-        let mut next = base;
-        for ((i, r), k) in g.indexes.iter().zip(&g.records).zip(&keep) {
-            let status = if *k {
-                let h = txid_hash(&r.txid);
-                txids.push(h);
-                if r.client_txid && opts.dedup_window_seconds > 0 {
-                    dedup.push(h);
-                }
-                next += 1;
-                PushStatus::Queued { part, offset: next - 1 }
-            } else {
-                PushStatus::Duplicate { part }
-            };
-            results.push(PushResult { index: *i, txid: r.txid.clone(), queue: g.queue.clone(), status });
-        }
-        if kept == 0 {
-            return results;
-        }
-        let mut batch = if kept as usize == g.records.len() {
+        let mut batch = if kept == 0 {
+            Vec::new()
+        } else if kept as usize == g.records.len() {
             std::mem::take(&mut g.batch)
         } else {
             // Rare: some items were duplicates, so the pre-encoded batch is rebuilt without them.
@@ -196,6 +264,37 @@ impl Planner {
                 Err(e) => return fail(&g, CoreError::bad("bad_payload", e.to_string())),
             }
         };
+        let q = match self.ensure_queue(&g.queue) {
+            Ok(q) => q,
+            Err(e) => return fail(&g, e),
+        };
+        let part = match self.ensure_partition(q, &g.partition) {
+            Ok(p) => p,
+            Err(e) => return fail(&g, e),
+        };
+        let p = &self.state.parts[&part];
+        let base = p.end;
+        let mut results = Vec::with_capacity(g.records.len());
+        let mut txids = Vec::new();
+        let mut dedup = Vec::new();
+        let mut next = base;
+        for ((i, r), k) in g.indexes.iter().zip(&g.records).zip(&keep) {
+            let status = if *k {
+                let h = txid_hash(&r.txid);
+                txids.push(h);
+                if r.client_txid && window > 0 {
+                    dedup.push(h);
+                }
+                next += 1;
+                PushStatus::Queued { part, offset: next - 1 }
+            } else {
+                PushStatus::Duplicate { part }
+            };
+            results.push(PushResult { index: *i, txid: r.txid.clone(), queue: g.queue.clone(), status });
+        }
+        if kept == 0 {
+            return results;
+        }
         baton_wire::set_base_offset(&mut batch, base);
         if let Err(e) = self.emit(Effect::Append { part, count: kept as u32, txids, dedup, batch: batch.into() }) {
             return fail(&g, e);

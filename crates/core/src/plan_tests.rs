@@ -32,7 +32,7 @@ impl Fixture {
     }
 
     fn done(&mut self) {
-        if let Some(e) = self.p.finish() {
+        if let Some(e) = self.p.finish().expect("a whole plan") {
             self.log.push(e);
         }
     }
@@ -360,7 +360,7 @@ fn i4_transaction_with_expired_lease_rolls_back_whole() {
         ..Default::default()
     };
     let out = f.at(10 * S).transaction(t).unwrap();
-    assert!(f.p.finish().is_none(), "a rollback writes no entry");
+    assert!(f.p.finish().expect("a whole plan").is_none(), "a rollback writes no entry");
     assert!(matches!(out, TxnOutcome::RolledBack { reason: "rejected_ack", failed_index: Some(1), .. }), "{out:?}");
     assert_eq!(serde_json::to_value(&f.p.state).unwrap(), before, "a rollback changed state");
     assert!(f.p.state.queue("out").is_none(), "the output queue was not even created");
@@ -382,7 +382,7 @@ fn transaction_rolls_back_on_duplicate_push() {
     };
     let out = f.at(3 * S).transaction(t).unwrap();
     assert!(matches!(out, TxnOutcome::RolledBack { reason: "duplicate", failed_index: Some(1), .. }), "{out:?}");
-    assert!(f.p.finish().is_none());
+    assert!(f.p.finish().expect("a whole plan").is_none());
     // The input is still leased and unsettled.
     assert_eq!(f.p.state.partition("in", "p").unwrap().cursors.values().next().unwrap().next, 0);
 }
@@ -451,4 +451,105 @@ fn kafka_offset_commit_moves_the_group_cursor() {
     assert_eq!(r[1].as_ref().unwrap_err().code, "partition_not_found");
     let popped = f.pop(3 * S, "q", Some("g"), 10).unwrap();
     assert_eq!(offsets(&popped), vec![2]);
+}
+
+/// Regression (issue 12 item 2): the output queue at maxSize made the push fail after the
+/// acks were emitted, and the half (the ack) was logged: the input message was lost. Now the
+/// push path's own check runs first and the transaction rolls back whole.
+#[test]
+fn i2_transaction_pushing_into_a_full_queue_rolls_back_whole() {
+    use crate::txn::{TxnOutcome, TxnRequest};
+    let mut f = Fixture::new();
+    f.configure(0, "out", QueueOptions { max_size: 1, ..Default::default() });
+    f.push(S, "out", "p", &["already"]);
+    f.push(S, "in", "p", &["a"]);
+    let r = f.pop(2 * S, "in", None, 1).unwrap();
+    let before = serde_json::to_value(&f.p.state).unwrap();
+    let logged = f.log.len();
+    let t = TxnRequest {
+        acks: vec![txn_ack(&r, 0, 0)],
+        pushes: vec![txn_push("out", "p", "o1", 1)],
+        required_leases: vec![r.lease.unwrap()],
+        flat_len: 2,
+        ..Default::default()
+    };
+    let out = f.at(3 * S).step(|p| p.transaction(t)).unwrap();
+    assert!(matches!(out, TxnOutcome::RolledBack { reason: "queue_full", failed_index: Some(1), .. }), "{out:?}");
+    f.done();
+    assert_eq!(f.log.len(), logged, "a rollback writes no entry");
+    assert_eq!(serde_json::to_value(&f.p.state).unwrap(), before, "a rollback changed state");
+    // The input is still leased and acks under its lease.
+    f.ack(4 * S, &r, 0, AckStatus::Completed).unwrap();
+}
+
+/// The same transaction fits when its own ack makes the room: the check counts the queue's
+/// depth as the pushes will see it, after the acks are applied (as the push path does).
+#[test]
+fn transaction_acking_and_pushing_into_the_same_full_queue_fits_after_its_ack() {
+    use crate::txn::{TxnOutcome, TxnRequest};
+    let mut f = Fixture::new();
+    f.configure(0, "q", QueueOptions { max_size: 1, ..Default::default() });
+    f.push(S, "q", "p", &["a"]);
+    let r = f.pop(2 * S, "q", None, 1).unwrap();
+    let t = TxnRequest {
+        acks: vec![txn_ack(&r, 0, 0)],
+        pushes: vec![txn_push("q", "p2", "next", 1)],
+        required_leases: vec![r.lease.unwrap()],
+        flat_len: 2,
+        ..Default::default()
+    };
+    let out = f.at(3 * S).step(|p| p.transaction(t)).unwrap();
+    assert!(matches!(out, TxnOutcome::Committed(_)), "{out:?}");
+    f.done();
+}
+
+/// I2's structural guard: a request refused after it emitted an effect is a broken plan;
+/// `finish` hands back the reason and no entry, whatever the request was.
+#[test]
+fn a_refusal_after_an_effect_breaks_the_plan() {
+    let mut f = Fixture::new();
+    let p = f.at(S);
+    let res: Result<(), CoreError> = p.step(|p| {
+        p.emit_pub(crate::entry::Effect::Configure { queue: "q".into(), options: QueueOptions::default() })?;
+        Err(CoreError::bad("late", "refused after an effect"))
+    });
+    assert!(res.is_err());
+    let broken = f.p.finish().expect_err("a half plan must not become an entry");
+    assert!(broken.contains("refused after an effect"), "{broken}");
+    // The next request starts clean.
+    f.at(2 * S);
+    assert!(f.p.finish().expect("a whole plan").is_none());
+}
+
+#[test]
+fn a_push_over_the_entry_limit_is_refused_before_anything_is_planned() {
+    let mut f = Fixture::new();
+    f.p.limits.max_entry_bytes = 1024;
+    let big = "x".repeat(2000);
+    let r = f.push(S, "newq", "p", &[big.as_str()]);
+    assert!(matches!(&r[0].status, PushStatus::Failed(e) if e.code == "entry_too_large"), "{:?}", r[0].status);
+    assert!(f.p.state.queue("newq").is_none(), "nothing of the refused push was planned");
+    let r = f.push(2 * S, "newq", "p", &["small"]);
+    assert!(matches!(r[0].status, PushStatus::Queued { .. }));
+}
+
+#[test]
+fn groups_are_bounded() {
+    let mut f = Fixture::new();
+    f.p.limits.max_groups = 2;
+    f.push(S, "q", "p", &["a"]);
+    assert!(f.pop(2 * S, "q", Some("g1"), 1).is_some());
+    assert!(f.pop(2 * S, "q", Some("g2"), 1).is_some());
+    let req = PopRequest {
+        queue: "q".into(),
+        partition: None,
+        group: Some("g3".into()),
+        batch: 1,
+        lease_secs: None,
+        from_ts: None,
+        auto_ack: false,
+    };
+    let e = f.at(3 * S).step(|p| p.pop(&req)).unwrap_err();
+    assert_eq!((e.kind, e.code), (ErrorKind::Overloaded, "too_many_groups"));
+    assert!(f.p.finish().expect("a whole plan").is_none());
 }

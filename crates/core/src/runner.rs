@@ -9,6 +9,13 @@
 //! success from a failed or latched WAL or appender: those answers are 503
 //! with the reason. Never blocks on disk itself: the WAL writer, the appender
 //! and the checkpoint thread do.
+//!
+//! The log numbers frames (`baton_log::Log`), never the planner. A frame is
+//! bounded by `Limits::max_frame_bytes` (plus the one entry that crossed it),
+//! so a batch of large requests can never make a frame the log must refuse.
+//! I2 is enforced here too: a request the planner refused after it emitted an
+//! effect (a partial plan) is never logged; the node latches instead, since
+//! its in-memory state already holds the half that was applied (D1).
 
 use crate::appender::{Appender, Join, Joined};
 use crate::checkpoint;
@@ -18,7 +25,7 @@ use crate::entry::{encode_entries, Entry};
 use crate::model::*;
 use crate::plan::Planner;
 use crate::query;
-use baton_log::{WalError, WalItem, WalWriter};
+use baton_log::{Log, WalError, WalItem};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -29,7 +36,6 @@ use tokio::sync::{oneshot, Notify};
 
 /// One group-commit frame: the entries of one planner batch and who waits on them.
 struct Frame {
-    index: u64,
     entries: Vec<Entry>,
     replies: Vec<Reply>,
     marks: Vec<(Arc<AtomicU64>, u64)>,
@@ -58,7 +64,6 @@ impl Joined for Frame {
     fn finish(self: Box<Self>, result: Result<u64, String>) {
         match result {
             Ok(idx) => {
-                debug_assert_eq!(idx, self.index, "planner and WAL agree on frame indexes");
                 for (m, v) in &self.marks {
                     m.fetch_max(*v, Ordering::AcqRel);
                 }
@@ -82,7 +87,7 @@ impl Joined for Frame {
 
 pub(crate) struct PlannerLoop {
     p: Planner,
-    wal: Arc<WalWriter>,
+    log: Arc<dyn Log>,
     appender: Appender,
     shared: Arc<Shared>,
     cfg: EngineConfig,
@@ -98,6 +103,8 @@ pub(crate) struct PlannerLoop {
     lease_expiries: BinaryHeap<Reverse<(Micros, QueueId)>>,
     frame_entries: Vec<Entry>,
     frame_replies: Vec<Reply>,
+    /// `approx_bytes` of `frame_entries`.
+    frame_bytes: usize,
     /// Replies of requests that changed nothing; they wait for `submitted` at the time.
     parked: Vec<Reply>,
 }
@@ -105,7 +112,7 @@ pub(crate) struct PlannerLoop {
 impl PlannerLoop {
     pub(crate) fn new(
         p: Planner,
-        wal: Arc<WalWriter>,
+        log: Arc<dyn Log>,
         appender: Appender,
         shared: Arc<Shared>,
         cfg: EngineConfig,
@@ -116,7 +123,7 @@ impl PlannerLoop {
             checkpointed_index: p.state.applied_index,
             checkpoint_busy: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             p,
-            wal,
+            log,
             appender,
             shared,
             cfg,
@@ -127,6 +134,7 @@ impl PlannerLoop {
             lease_expiries,
             frame_entries: Vec::new(),
             frame_replies: Vec::new(),
+            frame_bytes: 0,
             parked: Vec::new(),
         }
     }
@@ -165,7 +173,7 @@ impl PlannerLoop {
             }
             self.flush();
             if let Some(done) = stop {
-                self.wal.shutdown();
+                self.log.shutdown();
                 if let Err(e) = self.checkpoint(true) {
                     tracing::error!(error = %e, "final checkpoint failed");
                 }
@@ -173,15 +181,13 @@ impl PlannerLoop {
                 return;
             }
         }
-        self.wal.shutdown();
+        self.log.shutdown();
     }
 
     /// Hand the planned entries to the WAL as one frame; park answers that need no entry.
     fn flush(&mut self) {
         let parked = std::mem::take(&mut self.parked);
         if !self.frame_entries.is_empty() {
-            self.submitted += 1;
-            self.p.state.applied_index = self.submitted;
             let mut marks = Vec::new();
             let mut notify = Vec::new();
             for q in self.p.pushed_queues.drain() {
@@ -201,8 +207,8 @@ impl PlannerLoop {
                 self.appender.submit(writes, j.clone());
                 j
             });
+            self.frame_bytes = 0;
             let frame = Frame {
-                index: self.submitted,
                 entries: std::mem::take(&mut self.frame_entries),
                 replies: std::mem::take(&mut self.frame_replies),
                 marks,
@@ -211,13 +217,20 @@ impl PlannerLoop {
                 join,
             };
             self.shared.counters.entries.fetch_add(frame.entries.len() as u64, Ordering::Relaxed);
-            self.wal.submit(Box::new(frame));
+            self.submitted = self.log.append(Box::new(frame));
+            self.p.state.applied_index = self.submitted;
         }
         if parked.is_empty() {
             return;
         }
         let mut d = self.shared.durable.lock();
-        if d.0 >= self.submitted {
+        // Checked under the waiters' lock: a latch after this drains what is parked here.
+        if let Some(e) = self.failed() {
+            drop(d);
+            for r in parked {
+                r(Err(e.clone()));
+            }
+        } else if d.0 >= self.submitted {
             drop(d);
             for r in parked {
                 r(Ok(()));
@@ -236,11 +249,21 @@ impl PlannerLoop {
             self.lease_expiries.push(Reverse((t, q)));
         }
         match self.p.finish() {
-            Some(e) => {
+            Ok(Some(e)) => {
+                self.frame_bytes += e.approx_bytes();
                 self.frame_entries.push(e);
                 self.frame_replies.push(reply);
+                if self.frame_bytes >= self.p.limits.max_frame_bytes {
+                    self.flush();
+                }
             }
-            None => self.parked.push(reply),
+            Ok(None) => self.parked.push(reply),
+            Err(broken) => {
+                // Its effects are already in the state but must never reach the log: stop
+                // taking writes; a restart rebuilds from the log without them.
+                self.shared.latch(format!("planner refused a request after planning part of it: {broken}"));
+                reply(Err(CoreError::unavailable(format!("not applied: {broken}"))));
+            }
         }
     }
 
@@ -268,7 +291,7 @@ impl PlannerLoop {
                 self.settle(deferred(reply, Ok(res)));
             }
             Cmd::Pop(req, reply) => {
-                let res = self.p.pop(&req);
+                let res = self.p.step(|p| p.pop(&req));
                 if let Ok(Some(r)) = &res {
                     self.shared.counters.popped.fetch_add(r.messages.len() as u64, Ordering::Relaxed);
                     if let (Some(_), Some(q)) = (r.lease, self.p.state.queue_ids.get(&r.queue)) {
@@ -284,7 +307,7 @@ impl PlannerLoop {
                 self.settle(deferred(reply, Ok(res)));
             }
             Cmd::Extend(lease, secs, reply) => {
-                let res = self.p.extend(lease, secs);
+                let res = self.p.step(|p| p.extend(lease, secs));
                 if let (Ok(exp), Some((part, _))) = (&res, self.p.state.leases.get(&lease)) {
                     if let Some(p) = self.p.state.parts.get(part) {
                         self.lease_expiries.push(Reverse((*exp, p.queue)));
@@ -299,50 +322,51 @@ impl PlannerLoop {
                     _ => QueueOptions::default(),
                 };
                 let opts = patch.apply_to(base);
-                let res = self.p.configure(&queue, opts.clone()).map(|_| opts);
+                let res = self.p.step(|p| p.configure(&queue, opts.clone())).map(|_| opts);
                 self.settle(deferred(reply, res));
             }
             Cmd::Seek { group, queue, partition, to_ts, to_end, reply } => {
-                let res = self.p.seek(&group, &queue, partition.as_deref(), to_ts, to_end);
+                let res = reserved(&group)
+                    .and_then(|_| self.p.step(|p| p.seek(&group, &queue, partition.as_deref(), to_ts, to_end)));
                 self.settle(deferred(reply, res));
             }
             Cmd::DeleteGroup(g, reply) => {
-                let res = self.p.delete_group(&g);
+                let res = reserved(&g).and_then(|_| self.p.step(|p| p.delete_group(&g)));
                 self.settle(deferred(reply, res));
             }
             Cmd::DeleteQueue(q, reply) => {
-                let res = self.p.delete_queue(&q);
+                let res = self.p.step(|p| p.delete_queue(&q));
                 self.settle(deferred(reply, res));
             }
             Cmd::Txn(t, reply) => {
-                let res = self.p.transaction(t);
+                let res = self.p.step(|p| p.transaction(t));
                 if matches!(res, Ok(crate::txn::TxnOutcome::Committed(_))) {
                     self.shared.counters.txns.fetch_add(1, Ordering::Relaxed);
                 }
                 self.settle(deferred(reply, res));
             }
             Cmd::Produce(r, reply) => {
-                let res = self.p.produce(r);
+                let res = self.p.step(|p| p.produce(r));
                 self.settle(deferred(reply, res));
             }
             Cmd::CreateTopic(t, n, reply) => {
-                let res = self.p.create_topic(&t, n);
+                let res = self.p.step(|p| p.create_topic(&t, n));
                 self.settle(deferred(reply, res));
             }
             Cmd::InitProducer(reply) => {
-                let res = self.p.init_producer();
+                let res = self.p.step(|p| p.init_producer());
                 self.settle(deferred(reply, res));
             }
             Cmd::Commit(g, t, offs, reply) => {
-                let res = self.p.commit_offsets(&g, &t, &offs);
-                self.settle(deferred(reply, Ok(res)));
+                let res = reserved(&g).map(|_| self.p.commit_offsets(&g, &t, &offs));
+                self.settle(deferred(reply, res));
             }
             Cmd::Kv(ops, reply) => {
-                let res = self.p.kv(&ops);
+                let res = self.p.step(|p| p.kv(&ops));
                 self.settle(deferred(reply, res));
             }
             Cmd::Timers(ops, reply) => {
-                let res = self.p.timers(&ops);
+                let res = self.p.step(|p| p.timers(&ops));
                 self.settle(deferred(reply, res));
             }
             Cmd::Query(q, reply) => {
@@ -428,7 +452,7 @@ impl PlannerLoop {
         self.checkpointed_index = snap.index;
         let shared = self.shared.clone();
         let dir = self.cfg.data_dir.clone();
-        let wal = self.wal.clone();
+        let wal = self.log.clone();
         let busy = self.checkpoint_busy.clone();
         let job = move || -> Result<(), String> {
             if !sync_now {
@@ -499,6 +523,18 @@ impl Drop for ClearOnDrop {
     fn drop(&mut self) {
         self.0.store(false, Ordering::Release);
     }
+}
+
+/// I6: the queue-mode group holds every queue's acks; deleting or moving it would deliver
+/// acked messages again, so no admin call or Kafka commit may name it.
+fn reserved(group: &str) -> Result<(), CoreError> {
+    if group == QUEUE_MODE {
+        return Err(CoreError::bad(
+            "reserved_group",
+            format!("{QUEUE_MODE} is the queue-mode group: it cannot be deleted, moved or committed"),
+        ));
+    }
+    Ok(())
 }
 
 fn deferred<T: Send + 'static>(tx: oneshot::Sender<Result<T, CoreError>>, value: Result<T, CoreError>) -> Reply {

@@ -57,7 +57,7 @@ impl ReadSpan {
     }
 }
 
-fn seg_path(dir: &Path, base: u64) -> PathBuf {
+pub(crate) fn seg_path(dir: &Path, base: u64) -> PathBuf {
     dir.join(format!("{base:020}.seg"))
 }
 

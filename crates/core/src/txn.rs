@@ -1,14 +1,18 @@
 //! Transactions: acks under leases plus pushes, judged whole and written as
 //! ONE entry (I2). Every check runs before the first effect is emitted, so a
 //! rollback changes nothing; a lease that is not live fails the whole
-//! transaction (I4).
+//! transaction (I4). The pushes are judged by the push path's own check
+//! (`Planner::admit_push`: names, maxSize net of this transaction's acks,
+//! entry size) and the KV and timer operations by their endpoints' own
+//! validation. Anything refused after the first effect is a broken plan,
+//! which the runner never logs (see `plan`).
 
 use crate::command::*;
 use crate::kv::{KvOp, KvResult};
 use crate::model::*;
 use crate::plan::Planner;
 use crate::timers::{TimerOp, TimerResult};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 #[derive(Debug, Clone)]
 pub struct TxnAck {
@@ -51,6 +55,8 @@ fn rollback(reason: &'static str, failed_index: Option<usize>, message: impl Int
 
 impl Planner {
     pub fn transaction(&mut self, t: TxnRequest) -> Result<TxnOutcome, CoreError> {
+        crate::kv::validate(&t.kv)?;
+        crate::timers::validate(&t.timers)?;
         if let Some(r) = self.check_txn(&t) {
             return Ok(r);
         }
@@ -139,14 +145,30 @@ impl Planner {
                 return Some(rollback("rejected_ack", None, format!("required lease {} is not live", lease_uuid(*l))));
             }
         }
+        // The push path's own check, for the pushes together: each queue's depth as it will be
+        // when they are applied, after this transaction's acks settled what they settle there.
+        let total: usize = t.pushes.iter().map(|g| g.batch.len() + 16 * g.records.len()).sum();
+        let mut planned: HashMap<&str, i64> = HashMap::new();
+        for a in &t.acks {
+            if a.group.as_deref().unwrap_or(QUEUE_MODE) == QUEUE_MODE {
+                if let Some(q) = st.parts.get(&a.item.part).and_then(|p| st.queues.get(&p.queue)) {
+                    *planned.entry(q.name.as_str()).or_default() -= 1;
+                }
+            }
+        }
+        for g in &t.pushes {
+            let pending = planned.get(g.queue.as_str()).copied().unwrap_or(0);
+            if let Err(e) = self.admit_push(g, g.records.len() as u64, pending, total) {
+                let reason = match e.code {
+                    "invalid_queue" | "invalid_partition" => "bad_request",
+                    code => code,
+                };
+                return Some(rollback(reason, g.indexes.first().copied(), e.message));
+            }
+            *planned.entry(g.queue.as_str()).or_default() += g.records.len() as i64;
+        }
         let mut seen = HashSet::new();
         for g in &t.pushes {
-            if let Err(m) = valid_name(&g.queue) {
-                return Some(rollback("bad_request", g.indexes.first().copied(), format!("queue name: {m}")));
-            }
-            if let Err(m) = valid_name(&g.partition) {
-                return Some(rollback("bad_request", g.indexes.first().copied(), format!("partition name: {m}")));
-            }
             let window = st
                 .queue(&g.queue)
                 .map(|q| q.options.dedup_window_seconds)

@@ -30,6 +30,7 @@ impl From<CoreError> for ApiError {
             ErrorKind::Conflict => StatusCode::CONFLICT,
             ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::Overloaded => StatusCode::TOO_MANY_REQUESTS,
         };
         ApiError { status, code: e.code, message: e.message }
     }

@@ -49,6 +49,8 @@ pub fn code_of(e: &CoreError) -> i16 {
         (ErrorKind::BadRequest, "offset_out_of_range") => OFFSET_OUT_OF_RANGE,
         (ErrorKind::BadRequest, _) => INVALID_REQUEST,
         (ErrorKind::Conflict, _) => UNKNOWN_SERVER_ERROR,
+        // A bound of the engine (too many groups, the planner's queue full): retriable.
+        (ErrorKind::Overloaded, _) => E::ThrottlingQuotaExceeded.code(),
     }
 }
 

@@ -91,6 +91,40 @@ pub trait WalItem: Send + 'static {
     fn complete(self: Box<Self>, result: Result<u64, WalError>);
 }
 
+/// The seam between the planner and whatever makes its frames durable: the local WAL
+/// ([`WalWriter`]) on a single node, a replicated log later.
+///
+/// The log owns its index: `append` numbers the frame and says which number it got, and
+/// frames are made durable (and completed) in that order. The caller never numbers frames.
+/// A frame the log cannot take (too large, an encoding that panics, an index that does not
+/// follow) latches the log: that frame and every later one complete with an error, so no
+/// frame can ever be answered under an index another frame was planned on (I3).
+pub trait Log: Send + Sync {
+    /// Hands one frame to the log and returns the index it will carry. `item.complete` is
+    /// called exactly once, with that index or with the error that kept it from being durable.
+    fn append(&self, item: Box<dyn WalItem>) -> u64;
+    /// Entries below `index` are covered by a checkpoint and may be dropped.
+    fn truncate_before(&self, index: u64);
+    /// `Some(reason)` once the log is latched failed.
+    fn failure(&self) -> Option<String>;
+    /// Finish what was appended, then refuse more.
+    fn shutdown(&self);
+}
+
+/// The largest payload one frame may carry: a [`Log`] refuses (and latches on) a bigger one,
+/// so callers bound what they put in a frame well below it.
+pub const MAX_FRAME_PAYLOAD: usize = frame::MAX_PAYLOAD;
+
+/// The index the log's oldest segment starts at, read without changing anything; `None`
+/// when there is no log yet. Lets recovery decide, before it deletes or cuts anything,
+/// whether the log still holds every entry after its checkpoint.
+pub fn first_index(dir: &std::path::Path) -> Result<Option<u64>, WalError> {
+    if !dir.exists() {
+        return Ok(None);
+    }
+    Ok(segment::list(dir)?.first().map(|s| s.first_index))
+}
+
 /// Summary of a [`recover`] pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecoveryInfo {

@@ -6,7 +6,8 @@
 //! Must never: complete an item with `Ok` before the sync of its batch returned `Ok`; retry a
 //! failed write or fsync (after a failed fsync the page cache no longer says what is on disk);
 //! write anything after latching failure; delete the active segment; drop an item without
-//! completing it.
+//! completing it; write an item under any index but the one `append` gave it (a frame it
+//! cannot take latches, so no later frame takes that index: the `Log` contract).
 
 use std::collections::VecDeque;
 use std::fs::{self, File};
@@ -34,7 +35,8 @@ const MAX_BATCH_ITEMS: usize = 50_000;
 const KEEP_BUF_CAPACITY: usize = 2 * MAX_BATCH_BYTES;
 
 enum Msg {
-    Item(Pending),
+    /// An item and the index [`WalWriter::append`] promised it.
+    Item(Pending, u64),
     TruncateBefore(u64),
     Shutdown,
 }
@@ -106,6 +108,9 @@ impl Shared {
 /// Handle to the WAL writer thread. Dropping it shuts the thread down (see [`Self::shutdown`]).
 pub struct WalWriter {
     tx: Sender<Msg>,
+    /// The index the next appended item gets. Held while sending, so the channel's order is
+    /// the order of the indexes handed out.
+    next: Mutex<u64>,
     shared: Arc<Shared>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -156,22 +161,29 @@ impl WalWriter {
             .name("baton-wal".into())
             .spawn(move || writer.run())
             .map_err(|e| WalError::io("spawning the wal writer thread", e))?;
-        Ok(WalWriter { tx, shared, thread: Mutex::new(Some(thread)) })
+        Ok(WalWriter { tx, next: Mutex::new(next_index), shared, thread: Mutex::new(Some(thread)) })
     }
 
-    /// Non-blocking enqueue. If the WAL is latched failed or closed, `complete()` is called
-    /// with the error right here, on the caller's thread.
-    pub fn submit(&self, item: Box<dyn WalItem>) {
+    /// Non-blocking enqueue; returns the index the item will carry. If the WAL is latched
+    /// failed or closed, `complete()` is called with the error right here, on the caller's
+    /// thread (the index is used up all the same: nothing is ever written after a latch).
+    pub fn submit(&self, item: Box<dyn WalItem>) -> u64 {
         let pending = Pending(Some(item));
+        let mut next = lock(&self.next);
+        let index = *next;
+        *next = next.saturating_add(1);
         if let Some(reason) = self.shared.failure() {
+            drop(next);
             pending.complete(Err(WalError::Failed(reason)));
         } else if self.shared.closed.load(Ordering::Acquire) {
+            drop(next);
             pending.complete(Err(WalError::Closed));
         } else {
             // If shutdown won the race, send hands the item back (or the channel discards
             // it later) and Pending's Drop answers Closed.
-            let _ = self.tx.send(Msg::Item(pending));
+            let _ = self.tx.send(Msg::Item(pending, index));
         }
+        index
     }
 
     /// Deletes whole segments all of whose entries have index < `index`. Runs on the writer
@@ -210,6 +222,24 @@ impl WalWriter {
     #[cfg(test)]
     pub(crate) fn fail_next_sync(&self) {
         self.shared.fail_next_sync.store(true, Ordering::SeqCst);
+    }
+}
+
+impl crate::Log for WalWriter {
+    fn append(&self, item: Box<dyn WalItem>) -> u64 {
+        self.submit(item)
+    }
+
+    fn truncate_before(&self, index: u64) {
+        WalWriter::truncate_before(self, index)
+    }
+
+    fn failure(&self) -> Option<String> {
+        WalWriter::failure(self)
+    }
+
+    fn shutdown(&self) {
+        WalWriter::shutdown(self)
     }
 }
 
@@ -312,39 +342,44 @@ impl Writer {
 
     fn take(&mut self, msg: Msg, truncate: &mut Option<u64>, stopping: &mut bool) {
         match msg {
-            Msg::Item(pending) => self.accept(pending),
+            Msg::Item(pending, index) => self.accept(pending, index),
             Msg::TruncateBefore(index) => *truncate = Some(truncate.map_or(index, |t| t.max(index))),
             Msg::Shutdown => *stopping = true,
         }
     }
 
-    /// Encodes the item as the next frame of the batch, assigning its index.
-    fn accept(&mut self, pending: Pending) {
+    /// Encodes the item as the next frame of the batch, under the index `append` gave it.
+    fn accept(&mut self, pending: Pending, index: u64) {
         let outcome = match (self.shared.failure(), pending.0.as_deref()) {
             (Some(reason), _) => Err(WalError::Failed(reason)),
             (None, None) => return, // already answered; nothing to write
-            (None, Some(item)) => self.encode(item),
+            (None, Some(item)) => self.encode(item, index).map_err(|reason| {
+                // The Log contract: a frame the log cannot take latches it, so that no later
+                // frame is written under this index while its planner counted on another.
+                self.shared.latch(reason.clone());
+                WalError::Failed(reason)
+            }),
         };
         self.slots.push(Slot { pending, outcome });
     }
 
-    fn encode(&mut self, item: &dyn WalItem) -> Result<u64, WalError> {
-        let index = self.next_index;
+    fn encode(&mut self, item: &dyn WalItem, index: u64) -> Result<u64, String> {
+        if index != self.next_index {
+            return Err(format!("frame promised index {index} but the log is at {}", self.next_index));
+        }
         let Some(after) = index.checked_add(1) else {
-            return Err(WalError::Io("wal index space exhausted".into()));
+            return Err("wal index space exhausted".into());
         };
         let start = frame::begin(&mut self.buf);
         let buf = &mut self.buf;
         if catch_unwind(AssertUnwindSafe(|| item.encode(buf))).is_err() {
             self.buf.truncate(start);
-            return Err(WalError::Io(format!("encoding entry {index} panicked")));
+            return Err(format!("encoding entry {index} panicked"));
         }
         let Some(frame_bytes) = self.buf.get_mut(start..) else {
             // encode removed bytes of earlier frames in this batch; they can no longer be
-            // trusted, so the batch must not be written.
-            let reason = "WalItem::encode removed bytes it did not write".to_string();
-            self.shared.latch(reason.clone());
-            return Err(WalError::Failed(reason));
+            // trusted, so the batch must not be written (the caller latches).
+            return Err("WalItem::encode removed bytes it did not write".to_string());
         };
         match frame::seal(frame_bytes, index) {
             Ok(()) => {
@@ -354,7 +389,7 @@ impl Writer {
             }
             Err(reason) => {
                 self.buf.truncate(start);
-                Err(WalError::Io(reason))
+                Err(reason)
             }
         }
     }

@@ -269,14 +269,46 @@ impl WalItem for PanickyItem {
 }
 
 #[test]
-fn panicking_encode_rejects_only_that_item() {
+fn panicking_encode_latches_the_log() {
     let dir = tempfile::tempdir().unwrap();
     let w = WalWriter::start(cfg(dir.path(), 1 << 30), 1).unwrap();
     let (tx, rx) = crossbeam_channel::unbounded();
-    w.submit(Box::new(PanickyItem(tx.clone())));
-    assert!(matches!(rx.recv_timeout(WAIT).unwrap(), (0, Err(WalError::Io(_)))));
-    assert_eq!(append_one_by_one(&w, &[b"after".to_vec()]), vec![1]);
-    assert_eq!(w.failure(), None);
+    assert_eq!(w.submit(Box::new(PanickyItem(tx.clone()))), 1);
+    assert!(matches!(rx.recv_timeout(WAIT).unwrap(), (0, Err(WalError::Failed(_)))));
+    // Index 1 was promised to the frame that failed: no later frame may take it.
+    assert_eq!(w.submit(item(7, b"after".to_vec(), &tx)), 2);
+    assert!(matches!(rx.recv_timeout(WAIT).unwrap(), (7, Err(WalError::Failed(_)))));
+    assert!(w.failure().is_some());
+}
+
+/// Regression (issue 12 item 1): a frame over the cap used to fail alone without using up
+/// its index, so the next frame of the batch was written and answered under it while the
+/// planner counted on the next one. Now the log latches and answers nothing after it `Ok`.
+#[test]
+fn oversized_frame_latches_and_no_later_frame_takes_its_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), 1 << 30);
+    let w = WalWriter::start(c.clone(), 1).unwrap();
+    assert_eq!(append_one_by_one(&w, &[b"before".to_vec()]), vec![1]);
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let (open, g) = gate(&tx);
+    assert_eq!(w.submit(g), 2);
+    assert_eq!(w.submit(item(1, vec![7u8; crate::MAX_FRAME_PAYLOAD + 1], &tx)), 3);
+    assert_eq!(w.submit(item(2, b"small".to_vec(), &tx)), 4);
+    drop(open);
+    let mut answers: Vec<Done> = (0..3).map(|_| rx.recv_timeout(WAIT).unwrap()).collect();
+    answers.sort_by_key(|a| a.0);
+    for (id, result) in &answers {
+        assert!(matches!(result, Err(WalError::Failed(_))), "item {id} answered {result:?}");
+    }
+    assert!(w.failure().unwrap().contains("frame cap"), "{:?}", w.failure());
+    assert_eq!(w.submit(item(3, b"later".to_vec(), &tx)), 5);
+    assert!(matches!(rx.recv_timeout(WAIT).unwrap(), (3, Err(WalError::Failed(_)))));
+    w.shutdown();
+    // Nothing of the failed batch reached the disk: the log still ends at the entry before it.
+    let (info, entries) = recover_all(&c, 1).unwrap();
+    assert_eq!(info.next_index, 2);
+    assert_eq!(entries.len(), 1);
 }
 
 #[test]

@@ -76,6 +76,20 @@ pub struct ServeArgs {
     /// starts a comment line). Unset: no authentication.
     #[arg(long, env = "BATON_KAFKA_SASL_USERS")]
     pub kafka_sasl_users: Option<PathBuf>,
+    /// Largest log entry one request may make (its messages and metadata), in MiB; a
+    /// larger push or transaction is refused `entry_too_large` (413) before it is planned.
+    /// With --max-frame-mb at most 256 MiB together (the log's frame cap).
+    #[arg(long, env = "BATON_MAX_ENTRY_MB", default_value_t = 128)]
+    pub max_entry_mb: usize,
+    /// A planner batch goes to the log once its entries reach this many MiB.
+    #[arg(long, env = "BATON_MAX_FRAME_MB", default_value_t = 64)]
+    pub max_frame_mb: usize,
+    /// Consumer groups that may exist at once; one more is refused `too_many_groups` (429).
+    #[arg(long, env = "BATON_MAX_GROUPS", default_value_t = 100_000)]
+    pub max_groups: usize,
+    /// Requests that may wait for the planner; one more is answered `overloaded` (429).
+    #[arg(long, env = "BATON_MAX_QUEUED_REQUESTS", default_value_t = 65_536)]
+    pub max_queued_requests: usize,
     /// Log filter (tracing env-filter syntax).
     #[arg(long, env = "BATON_LOG", default_value = "info")]
     pub log: String,
@@ -93,6 +107,19 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     cfg.wal_preallocate = a.wal_preallocate;
     cfg.wal_recycle = a.wal_recycle_segments;
     cfg.partition_segment_bytes = a.partition_segment_mb.max(1) << 20;
+    cfg.limits = baton_core::limits::Limits {
+        max_frame_bytes: a.max_frame_mb.saturating_mul(1 << 20),
+        max_entry_bytes: a.max_entry_mb.saturating_mul(1 << 20),
+        max_groups: a.max_groups,
+    };
+    cfg.limits.validate().map_err(|e| format!("--max-frame-mb/--max-entry-mb/--max-groups: {e}"))?;
+    if a.kafka_max_frame_bytes > cfg.limits.max_entry_bytes {
+        return Err(format!(
+            "--kafka-max-frame-bytes ({}) must not exceed --max-entry-mb ({} bytes): one produce is one entry",
+            a.kafka_max_frame_bytes, cfg.limits.max_entry_bytes
+        ));
+    }
+    cfg.max_queued_requests = a.max_queued_requests.max(1);
     // Before the engine starts, so a bad file changes nothing on disk.
     let sasl_users = match &a.kafka_sasl_users {
         Some(path) => {

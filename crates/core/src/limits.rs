@@ -1,0 +1,56 @@
+//! The named bounds of the engine: every "too much of anything" a client can
+//! ask for has one here, with its default, and is refused with a precise code
+//! when hit (docs/limits.md lists them). Owns only the numbers and their
+//! defaults; the checks live where the thing is planned.
+
+use crate::command::{CoreError, ErrorKind};
+
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// A planner batch is handed to the log once its entries reach this many bytes
+    /// (the one entry that crossed it still joins). Keeps every frame far below the log's
+    /// frame cap (`baton_log::MAX_FRAME_PAYLOAD`) however many large requests arrive at once.
+    pub max_frame_bytes: usize,
+    /// One request's entry (its message bytes and metadata) may be at most this large:
+    /// refused `entry_too_large` (413) before anything is planned.
+    pub max_entry_bytes: usize,
+    /// Consumer groups that may exist at once; a pop, seek or commit that would make one
+    /// more is refused `too_many_groups` (429).
+    pub max_groups: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_frame_bytes: 64 << 20, max_entry_bytes: 128 << 20, max_groups: 100_000 }
+    }
+}
+
+impl Limits {
+    /// Refuses settings under which a frame could exceed what the log takes: a frame is at
+    /// most `max_frame_bytes` plus one entry.
+    pub fn validate(&self) -> Result<(), String> {
+        let cap = baton_log::MAX_FRAME_PAYLOAD;
+        if self.max_frame_bytes.saturating_add(self.max_entry_bytes) > cap {
+            return Err(format!(
+                "max frame bytes ({}) plus max entry bytes ({}) must stay within the log's frame cap of {cap} bytes",
+                self.max_frame_bytes, self.max_entry_bytes
+            ));
+        }
+        if self.max_frame_bytes == 0 || self.max_entry_bytes == 0 || self.max_groups == 0 {
+            return Err("engine limits must be positive".into());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn entry_too_large(&self, bytes: usize) -> CoreError {
+        CoreError::new(
+            ErrorKind::TooLarge,
+            "entry_too_large",
+            format!("the request's entry would be {bytes} bytes; at most {} (max entry bytes)", self.max_entry_bytes),
+        )
+    }
+}
+
+/// Longest delay a timer may be scheduled with, and longest KV time-to-live: ten years.
+/// Beyond it a client has sent a mistake (u64::MAX would wrap the clock), not a plan.
+pub const MAX_DELAY_MS: u64 = 10 * 366 * 24 * 3600 * 1000;
