@@ -159,3 +159,33 @@ async fn a_push_over_the_entry_limit_is_refused_and_the_node_keeps_working() {
     api.c = common::api::client();
     assert_eq!(api.pop_some("q", "batch=10").await.len(), 3);
 }
+
+/// Item 15: transaction ids were deduplicated by a 64-bit FNV-1a hash; these two collide
+/// under it, so the second push answered `duplicate` and was never stored, and with dedup
+/// off an ack by one id settled the other message.
+#[tokio::test]
+async fn transaction_ids_that_collide_under_fnv_are_two_messages() {
+    let api = Api::start();
+    let (a, b) = ("BfQRRUtxLxD", "WaxExq-iA0I");
+    let r = api.push("q", "p", &[(a, json!(1))]).await;
+    assert_eq!(r[0]["status"], "queued", "{r:?}");
+    let r = api.push("q", "p", &[(b, json!(2))]).await;
+    assert_eq!(r[0]["status"], "queued", "the second id was taken for a duplicate: {r:?}");
+    api.configure("nodedup", json!({"dedupWindowSeconds": 0})).await;
+    api.push("nodedup", "p", &[(a, json!(1)), (b, json!(2))]).await;
+    let msgs = api.pop_some("nodedup", "batch=2").await;
+    assert_eq!(msgs.len(), 2);
+    let second = msgs.iter().find(|m| m["transactionId"] == b).expect("b delivered").clone();
+    let r = api.ack(&second, "failed", None).await;
+    assert_eq!(r["success"], true, "{r}");
+    // The nack of b released the lease without settling a (FIFO: both come back, a first);
+    // under the old hash the ack by b's id found a's offset and settled a instead.
+    let again = api.pop_some("nodedup", "batch=2").await;
+    let ids: Vec<&str> = again.iter().map(|m| m["transactionId"].as_str().unwrap()).collect();
+    assert_eq!(ids, vec![a, b], "{again:?}");
+    let first = again.iter().find(|m| m["transactionId"] == a).unwrap().clone();
+    let r = api.ack(&first, "completed", None).await;
+    assert_eq!(r["success"], true, "{r}");
+    let r = api.ack(&first, "completed", None).await;
+    assert_ne!(r["success"], true, "acking a twice must not settle b: {r}");
+}

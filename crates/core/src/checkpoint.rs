@@ -26,8 +26,9 @@ use std::sync::Arc;
 
 const FILE: &str = "checkpoint.bin";
 /// Format 2 (D13): the dedup index is rebuilt on load, not stored.
-const MAGIC: &[u8; 8] = b"BATNCKP2";
-const OLD_MAGIC: &[u8; 8] = b"BATNCKP1";
+const MAGIC: &[u8; 8] = b"BATNCKP3";
+/// Formats this build refuses by name: 1 (before D13), 2 (FNV transaction-id hashes, before D21).
+const OLD_MAGICS: [&[u8; 8]; 2] = [b"BATNCKP1", b"BATNCKP2"];
 
 pub struct Snapshot {
     pub index: u64,
@@ -161,11 +162,12 @@ fn load(dir: &Path) -> Result<Option<State>, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("read {}: {e}", path.display())),
     };
-    if bytes.len() >= 12 && &bytes[..8] == OLD_MAGIC {
+    if let Some(v) = OLD_MAGICS.iter().position(|m| bytes.len() >= 12 && &bytes[..8] == *m) {
         return Err(format!(
-            "{} was written by an older Baton (checkpoint format 1); this build reads format 2 only: \
+            "{} was written by an older Baton (checkpoint format {}); this build reads format 3 only: \
              start with a fresh --data-dir",
-            path.display()
+            path.display(),
+            v + 1
         ));
     }
     if bytes.len() < 12 || &bytes[..8] != MAGIC {
@@ -299,7 +301,7 @@ mod tests {
     #[test]
     fn an_older_format_is_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
-        let mut bytes = OLD_MAGIC.to_vec();
+        let mut bytes = OLD_MAGICS[0].to_vec();
         bytes.extend_from_slice(&[0u8; 16]);
         fs::write(dir.path().join(FILE), bytes).unwrap();
         let e = load(dir.path()).err().expect("refused");

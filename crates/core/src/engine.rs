@@ -18,7 +18,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::{oneshot, Notify};
 
 #[derive(Debug, Clone)]
@@ -52,8 +52,9 @@ impl EngineConfig {
     }
 }
 
+/// The engine's time (see `clock`): the wall clock at start, then monotonic.
 pub fn wall_micros() -> Micros {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+    crate::clock::now()
 }
 
 pub(crate) type Reply = Box<dyn FnOnce(Result<(), CoreError>) + Send>;

@@ -35,7 +35,8 @@ pub enum Effect {
         part: PartId,
         count: u32,
         txids: Vec<u64>,
-        dedup: Vec<u64>,
+        /// Full keys (D21) of the client transaction ids to deduplicate.
+        dedup: Vec<crate::model::TxKey>,
         batch: Bytes,
     },
     /// Lease these offsets to a group until `expires`. `auto_ack` settles them at once.
@@ -128,6 +129,10 @@ pub enum Effect {
         group: GroupId,
         offset: u64,
     },
+    /// The node's secret key for transaction-id hashes (D21), set once.
+    HashKey {
+        key: [u64; 2],
+    },
 }
 
 impl Entry {
@@ -138,7 +143,7 @@ impl Entry {
             .iter()
             .map(|e| {
                 64 + match e {
-                    Effect::Append { txids, dedup, batch, .. } => batch.len() + 8 * (txids.len() + dedup.len()),
+                    Effect::Append { txids, dedup, batch, .. } => batch.len() + 8 * txids.len() + 16 * dedup.len(),
                     Effect::Lease { offsets, .. } => 8 * offsets.len(),
                     Effect::Ack { error, .. } => error.as_ref().map_or(0, |e| e.len()),
                     Effect::KvSet { ns, key, value, .. } => ns.len() + key.len() + value.len(),

@@ -106,7 +106,7 @@ impl Planner {
             let base = p.end;
             baton_wire::set_base_offset(&mut b, base);
             let name = p.name.clone();
-            let txids = (0..count as u64).map(|i| txid_hash(&format!("{name}-{}", base + i))).collect();
+            let txids = (0..count as u64).map(|i| self.state.txid_hash(&format!("{name}-{}", base + i))).collect();
             self.emit_pub(Effect::Append { part, count, txids, dedup: Vec::new(), batch: b.into() })?;
             if pid >= 0 && seq >= 0 {
                 let last_seq = seq.wrapping_add(count as i32 - 1);

@@ -122,19 +122,33 @@ fn check_key(ns: &str, key: &str) -> Result<(), CoreError> {
 }
 
 /// Shape checks that need no state; a request failing them is a 400.
+fn check_ttl(ttl: &Option<u64>) -> Result<(), CoreError> {
+    match ttl {
+        Some(t) if t.saturating_mul(1000) > crate::limits::MAX_DELAY_MS => Err(CoreError::bad(
+            "invalid_ttl",
+            format!("ttlSeconds is at most {} (ten years)", crate::limits::MAX_DELAY_MS / 1000),
+        )),
+        _ => Ok(()),
+    }
+}
+
 pub fn validate(ops: &[KvOp]) -> Result<(), CoreError> {
     for op in ops {
         match op {
             KvOp::Get { ns, key } | KvOp::Delete { ns, key, .. } | KvOp::Check { ns, key, .. } => check_key(ns, key)?,
-            KvOp::Incr { ns, key, .. } => check_key(ns, key)?,
+            KvOp::Incr { ns, key, ttl_secs, .. } => {
+                check_key(ns, key)?;
+                check_ttl(ttl_secs)?;
+            }
             KvOp::GetMany { ns, keys } => {
                 for k in keys {
                     check_key(ns, k)?;
                 }
             }
             KvOp::GetPrefix { ns, .. } => check_key(ns, "x")?,
-            KvOp::Put { ns, key, value, .. } | KvOp::PutIfAbsent { ns, key, value, .. } => {
+            KvOp::Put { ns, key, value, ttl_secs, .. } | KvOp::PutIfAbsent { ns, key, value, ttl_secs, .. } => {
                 check_key(ns, key)?;
+                check_ttl(ttl_secs)?;
                 if value.len() > MAX_VALUE_LEN {
                     return Err(CoreError::new(
                         crate::ErrorKind::TooLarge,

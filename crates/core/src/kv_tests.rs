@@ -157,3 +157,27 @@ fn timers_fire_exactly_once_and_survive_replay() {
     assert_eq!(r.state.partition("q", "Default").unwrap().end, 2);
     assert!(r.state.timers.is_empty());
 }
+
+/// Regression (issue 12 item 17): a ttlSeconds of u64::MAX was stored and shown as 1970; a
+/// timer delayMs of u64::MAX wrapped and fired at once. Both are refused now.
+#[test]
+fn out_of_range_ttls_and_delays_are_refused() {
+    let put = KvOp::Put {
+        ns: "n".into(),
+        key: "k".into(),
+        value: "1".into(),
+        ttl_secs: Some(u64::MAX),
+        expect: None,
+        required: false,
+    };
+    assert_eq!(crate::kv::validate(&[put]).unwrap_err().code, "invalid_ttl");
+    let t = crate::timers::TimerOp::Schedule {
+        queue: "q".into(),
+        key: "t".into(),
+        payload: "1".into(),
+        delay_ms: u64::MAX,
+        partition: None,
+        txn: "x".into(),
+    };
+    assert_eq!(crate::timers::validate(&[t]).unwrap_err().code, "invalid_delay");
+}

@@ -5,6 +5,7 @@
 pub mod appender;
 pub mod checkpoint;
 pub mod chunked;
+pub mod clock;
 pub mod command;
 pub mod dirlock;
 pub mod engine;

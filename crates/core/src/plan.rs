@@ -117,6 +117,18 @@ impl Planner {
         self.effects.len()
     }
 
+    /// Chooses the node's secret key for transaction-id hashes (D21) if none is chosen yet:
+    /// the first entry a fresh node plans. Random from the OS (the std hasher's keys).
+    pub fn ensure_hash_key(&mut self) -> Planned<()> {
+        if self.state.hash_key != [0, 0] {
+            return Ok(());
+        }
+        use std::hash::BuildHasher;
+        let r = std::collections::hash_map::RandomState::new();
+        let key = [r.hash_one(1u64), r.hash_one(2u64)];
+        self.emit(Effect::HashKey { key })
+    }
+
     pub(crate) fn emit_pub(&mut self, e: Effect) -> Result<(), CoreError> {
         self.emit(e)
     }
@@ -236,7 +248,7 @@ impl Planner {
         let mut seen = HashSet::new();
         let mut keep = Vec::with_capacity(g.records.len());
         for r in &g.records {
-            let h = txid_hash(&r.txid);
+            let h = self.state.txid_key(&r.txid);
             let dup = r.client_txid
                 && window > 0
                 && (existing.is_some_and(|p| p.dedup.get(&h).is_some_and(|exp| *exp > now)) || !seen.insert(h));
@@ -280,8 +292,8 @@ impl Planner {
         let mut next = base;
         for ((i, r), k) in g.indexes.iter().zip(&g.records).zip(&keep) {
             let status = if *k {
-                let h = txid_hash(&r.txid);
-                txids.push(h);
+                let h = self.state.txid_key(&r.txid);
+                txids.push(h[0]);
                 if r.client_txid && window > 0 {
                     dedup.push(h);
                 }
@@ -477,7 +489,7 @@ impl Planner {
         let pos = match (it.offset, &it.txid) {
             (Some(o), _) => lease.offsets.iter().position(|x| *x == o),
             (None, Some(t)) => {
-                let h = txid_hash(t);
+                let h = self.state.txid_hash(t);
                 lease.offsets.iter().position(|o| p.txid_at(*o) == Some(h))
             }
             (None, None) => return Err(CoreError::bad("missing_field", "an ack names a transactionId or an offset")),

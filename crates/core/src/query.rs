@@ -126,7 +126,7 @@ pub fn run(state: &State, q: Query) -> QueryResult {
             QueryResult::Timers(rows)
         }
         Query::Message { part, txid } => QueryResult::Message(state.parts.get(&part).and_then(|p| {
-            let h = txid_hash(&txid);
+            let h = state.txid_hash(&txid);
             let i = p.txids.len() - 1 - p.txids.iter().rev().position(|x| *x == h)?;
             let offset = p.start + i as u64;
             if offset >= p.durable_end() {

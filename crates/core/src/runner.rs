@@ -140,6 +140,12 @@ impl PlannerLoop {
     }
 
     pub(crate) fn run(mut self, rx: Receiver<Cmd>) {
+        self.p.begin(wall_micros());
+        let keyed = self.p.step(|p| p.ensure_hash_key());
+        if let Err(e) = keyed {
+            self.shared.latch(format!("choosing the transaction-id key: {e}"));
+        }
+        self.settle(Box::new(|_| {}));
         let tick = Duration::from_millis(100);
         let mut next_tick = Instant::now() + tick;
         loop {

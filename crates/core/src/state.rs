@@ -92,8 +92,8 @@ pub struct Partition {
     /// ([`Partition::rebuild_dedup`]), so a checkpoint never copies a hash map
     /// that grows with the messages stored.
     #[serde(skip)]
-    pub dedup: HashMap<u64, Micros>,
-    pub dedup_order: Chunked<(Micros, u64)>,
+    pub dedup: HashMap<TxKey, Micros>,
+    pub dedup_order: Chunked<(Micros, TxKey)>,
     pub marks: Vec<SegmentMark>,
     /// Idempotent Kafka producers: epoch and their last few batches.
     pub producers: HashMap<i64, ProducerState>,
@@ -282,6 +282,9 @@ pub struct State {
     pub last_ts: Micros,
     /// Index of the last applied log entry.
     pub applied_index: u64,
+    /// The secret key of transaction-id hashes (D21), chosen once by the first planner
+    /// (`Effect::HashKey`) and replayed from the log; `[0, 0]` until then.
+    pub hash_key: [u64; 2],
     #[serde(skip)]
     pub storage: StorageConfig,
     /// Files and directories dropped by retention or queue deletion, deleted
@@ -297,6 +300,16 @@ pub struct State {
 impl State {
     pub fn new(storage: StorageConfig) -> State {
         State { next_lease: 1, storage, ..Default::default() }
+    }
+
+    /// [`txid_key`] under this node's key.
+    pub fn txid_key(&self, s: &str) -> TxKey {
+        txid_key(self.hash_key, s)
+    }
+
+    /// [`txid_hash`] under this node's key.
+    pub fn txid_hash(&self, s: &str) -> u64 {
+        txid_hash(self.hash_key, s)
     }
 
     pub fn part_dir(&self, id: PartId) -> PathBuf {
@@ -592,6 +605,7 @@ impl State {
                     }
                 }
             }
+            Effect::HashKey { key } => self.hash_key = *key,
             Effect::AllocProducer { id } => {
                 self.next_producer = self.next_producer.max(id + 1);
             }

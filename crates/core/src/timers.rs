@@ -56,6 +56,14 @@ pub fn validate(ops: &[TimerOp]) -> Result<(), CoreError> {
             TimerOp::Reschedule { queue, key, .. } | TimerOp::Cancel { queue, key } => (queue, key),
         };
         valid_name(q).map_err(|m| CoreError::bad("invalid_queue", m))?;
+        if let TimerOp::Schedule { delay_ms, .. } | TimerOp::Reschedule { delay_ms, .. } = op {
+            if *delay_ms > crate::limits::MAX_DELAY_MS {
+                return Err(CoreError::bad(
+                    "invalid_delay",
+                    format!("delayMs is at most {} (ten years)", crate::limits::MAX_DELAY_MS),
+                ));
+            }
+        }
         if k.is_empty() || k.len() > 1024 {
             return Err(CoreError::bad("invalid_timer_key", "timerKey must be 1 to 1024 bytes"));
         }
@@ -71,7 +79,7 @@ impl Planner {
             let r = match op {
                 TimerOp::Schedule { queue, key, payload, delay_ms, partition, txn } => {
                     let existed = self.state.timers.get(queue).is_some_and(|m| m.contains_key(key));
-                    let fire_at = now + delay_ms * 1000;
+                    let fire_at = now.saturating_add(delay_ms.saturating_mul(1000));
                     let partition = partition.clone().unwrap_or_else(|| DEFAULT_PARTITION.to_string());
                     self.emit_pub(Effect::TimerSet {
                         queue: queue.clone(),
@@ -92,7 +100,7 @@ impl Planner {
                     match self.state.timers.get(queue).and_then(|m| m.get(key)).cloned() {
                         None => TimerResult { status: "absent", queue: queue.clone(), key: key.clone(), fire_at: None },
                         Some(t) => {
-                            let fire_at = now + delay_ms * 1000;
+                            let fire_at = now.saturating_add(delay_ms.saturating_mul(1000));
                             let payload = payload.clone().unwrap_or(t.payload);
                             self.emit_pub(Effect::TimerSet {
                                 queue: queue.clone(),

@@ -120,7 +120,7 @@ impl Planner {
             let pos = match (a.item.offset, &a.item.txid) {
                 (Some(o), _) => l.offsets.iter().position(|x| *x == o),
                 (None, Some(tx)) => {
-                    let h = txid_hash(tx);
+                    let h = st.txid_hash(tx);
                     l.offsets.iter().position(|o| p.txid_at(*o) == Some(h))
                 }
                 (None, None) => None,
@@ -178,7 +178,7 @@ impl Planner {
                 if !r.client_txid || window == 0 {
                     continue;
                 }
-                let h = txid_hash(&r.txid);
+                let h = st.txid_key(&r.txid);
                 let stored = part.is_some_and(|p| p.dedup.get(&h).is_some_and(|exp| *exp > now));
                 if stored || !seen.insert((g.queue.as_str(), g.partition.as_str(), h)) {
                     return Some(rollback(

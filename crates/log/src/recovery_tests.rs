@@ -316,3 +316,24 @@ fn recovery_survives_arbitrary_bytes_without_panicking() {
         }
     }
 }
+
+/// Regression (issue 12 item 7): a segment a checkpoint retired comes back under its old name
+/// after a power loss (its rename to the recycling pool was not durable) with part of it
+/// zero-filled again. It is wholly below the checkpoint, so replay must not read it; before,
+/// its broken frames refused a healthy log.
+#[test]
+fn a_damaged_segment_wholly_below_the_checkpoint_is_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = write_segment(dir.path(), 1, 1..=4);
+    write_segment(dir.path(), 5, 5..=7);
+    let len = fs::metadata(&old).unwrap().len() as usize;
+    let mut bytes = fs::read(&old).unwrap();
+    bytes[HEADER_LEN..len / 2].fill(0);
+    fs::write(&old, &bytes).unwrap();
+    let c = cfg(dir.path(), 1 << 20);
+    // A checkpoint covers 1..=4 (and 5): replay starts at 6.
+    let (info, got) = recover_all(&c, 6).unwrap();
+    assert_eq!((info.next_index, indexes(&got)), (8, vec![6, 7]));
+    // The same damage below an index replay needs is still corruption.
+    expect_corrupt(recover_all(&c, 4), &old, 0);
+}
