@@ -90,6 +90,13 @@ impl Shared {
         self.notifies.lock().entry(queue.to_string()).or_insert_with(|| Arc::new(Notify::new())).clone()
     }
 
+    /// Drops the notifiers no long poll holds: a client naming ever new queues must not grow
+    /// this map for good (issue 12 item 6). A push only wakes current waiters, and they
+    /// hold their notifier, so nothing waiting is lost.
+    pub(crate) fn prune_notifiers(&self) {
+        self.notifies.lock().retain(|_, n| Arc::strong_count(n) > 1);
+    }
+
     /// Fail-stop: refuse writes until restart, and answer every reply parked for durability
     /// now (its frame will never be durable in this process, or its answer rests on one that
     /// will not). The flag is set before the waiters are taken, and parking checks it under
@@ -149,7 +156,7 @@ pub(crate) enum Cmd {
     Commit(String, String, Vec<(String, u64)>, oneshot::Sender<Result<Vec<Result<(), CoreError>>, CoreError>>),
     Kv(Vec<KvOp>, oneshot::Sender<Result<Result<Vec<KvResult>, KvRollback>, CoreError>>),
     Timers(Vec<TimerOp>, oneshot::Sender<Result<Vec<TimerResult>, CoreError>>),
-    Query(Query, oneshot::Sender<QueryResult>),
+    Query(Query, oneshot::Sender<Result<QueryResult, CoreError>>),
     Fetch(Vec<FetchRequest>, oneshot::Sender<Vec<FetchResult>>),
     Shutdown(std::sync::mpsc::Sender<()>),
 }
@@ -342,7 +349,7 @@ impl Engine {
     }
 
     pub async fn query(&self, q: Query) -> Result<QueryResult, CoreError> {
-        self.call(|r| Cmd::Query(q, r)).await
+        self.call(|r| Cmd::Query(q, r)).await?
     }
 
     pub async fn fetch(&self, reqs: Vec<FetchRequest>) -> Result<Vec<FetchResult>, CoreError> {

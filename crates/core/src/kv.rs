@@ -9,7 +9,7 @@ use crate::entry::Effect;
 use crate::model::Micros;
 use crate::plan::Planner;
 use crate::state::KvEntry;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 pub const MAX_KEY_LEN: usize = 1024;
 pub const MAX_VALUE_LEN: usize = 1 << 20;
@@ -249,24 +249,37 @@ fn run_op(v: &mut View, op: &KvOp) -> (KvResult, bool) {
             (KvResult::Many { rows, missing }, false)
         }
         KvOp::GetPrefix { ns, prefix, after, limit, keys_only } => {
+            let start = after.clone().unwrap_or_else(|| prefix.clone());
+            let wanted = |k: &str| k.starts_with(prefix.as_str()) && k >= start.as_str() && after.as_deref() != Some(k);
+            // Writes earlier in this same request (the overlay) count: they are what the
+            // request's later operations see everywhere else. Enough stored keys are read
+            // that the overlay's deletions cannot leave the page short.
+            let over: Vec<(&str, &Option<KvEntry>)> =
+                v.over.iter().filter(|((n, k), _)| n == ns && wanted(k)).map(|((_, k), e)| (k.as_str(), e)).collect();
+            let mut page: BTreeMap<&str, &KvEntry> = BTreeMap::new();
+            if let Some(m) = v.p.state.kv.get(ns) {
+                let stored = m
+                    .range(start.clone()..)
+                    .take_while(|(k, _)| k.starts_with(prefix.as_str()))
+                    .filter(|(k, e)| wanted(k) && e.live(now))
+                    .take(limit.saturating_add(over.len()).saturating_add(1));
+                page.extend(stored.map(|(k, e)| (k.as_str(), e)));
+            }
+            for (k, e) in over {
+                match e {
+                    Some(e) if e.live(now) => page.insert(k, e),
+                    _ => page.remove(k),
+                };
+            }
             let mut rows = Vec::new();
             let mut next_after = None;
-            if let Some(m) = v.p.state.kv.get(ns) {
-                let start = after.clone().unwrap_or_else(|| prefix.clone());
-                for (k, e) in m.range(start..) {
-                    if !k.starts_with(prefix.as_str()) {
-                        break;
-                    }
-                    if after.as_ref() == Some(k) || !e.live(now) {
-                        continue;
-                    }
-                    if rows.len() == *limit {
-                        next_after = rows.last().map(|r: &KvRow| r.key.clone());
-                        break;
-                    }
-                    let value = (!keys_only).then(|| e.value.clone());
-                    rows.push(KvRow { key: k.clone(), value, version: e.version, expires: e.expires });
+            for (k, e) in page {
+                if rows.len() == *limit {
+                    next_after = rows.last().map(|r: &KvRow| r.key.clone());
+                    break;
                 }
+                let value = (!keys_only).then(|| e.value.clone());
+                rows.push(KvRow { key: k.to_string(), value, version: e.version, expires: e.expires });
             }
             (KvResult::Prefix { rows, next_after }, false)
         }
@@ -324,5 +337,45 @@ fn run_op(v: &mut View, op: &KvOp) -> (KvResult, bool) {
             }
             (KvResult::Write { applied: true, reason: None, version: *expect, current: v.row(ns, key) }, *required)
         }
+    }
+}
+
+/// Where the expired-key sweep stopped: (namespace, key) last looked at.
+pub type SweepCursor = Option<(String, String)>;
+
+impl Planner {
+    /// Deletes expired KV entries, looking at no more than `budget` keys from where the last
+    /// call stopped, so expired keys give their memory back without any one tick scanning all
+    /// keys. Deletes are planned effects like any other (I1). Returns how many were deleted.
+    pub fn sweep_kv(&mut self, cursor: &mut SweepCursor, budget: usize) -> Result<usize, CoreError> {
+        let now = self.now();
+        let mut expired = Vec::new();
+        let mut seen = 0;
+        let (from_ns, from_key) = cursor.clone().unwrap_or_default();
+        let mut last = None;
+        'outer: for (ns, m) in self.state.kv.range(from_ns.clone()..) {
+            let keys: Box<dyn Iterator<Item = (&String, &crate::state::KvEntry)>> = if *ns == from_ns {
+                Box::new(m.range::<String, _>((std::ops::Bound::Excluded(&from_key), std::ops::Bound::Unbounded)))
+            } else {
+                Box::new(m.iter())
+            };
+            for (k, e) in keys {
+                if seen == budget {
+                    break 'outer;
+                }
+                seen += 1;
+                last = Some((ns.clone(), k.clone()));
+                if !e.live(now) {
+                    expired.push((ns.clone(), k.clone()));
+                }
+            }
+        }
+        // A pass that ran out of keys starts over next time.
+        *cursor = if seen == budget { last } else { None };
+        let n = expired.len();
+        for (ns, key) in expired {
+            self.emit_pub(Effect::KvDel { ns, key })?;
+        }
+        Ok(n)
     }
 }

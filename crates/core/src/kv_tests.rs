@@ -181,3 +181,57 @@ fn out_of_range_ttls_and_delays_are_refused() {
     };
     assert_eq!(crate::timers::validate(&[t]).unwrap_err().code, "invalid_delay");
 }
+
+/// Regression (issue 12 item 8): a prefix scan did not see the writes of earlier operations
+/// of the same request, which every other read in the request sees.
+#[test]
+fn a_prefix_scan_sees_earlier_writes_of_the_same_request() {
+    let d = tempfile::tempdir().unwrap();
+    let mut p = planner(d.path());
+    let mut log = Vec::new();
+    run(&mut p, &mut log, S, &[put("a/1", "1", None, false), put("a/2", "2", None, false)]).unwrap();
+    let del = KvOp::Delete { ns: "n".into(), key: "a/1".into(), expect: None, required: false };
+    let scan = KvOp::GetPrefix { ns: "n".into(), prefix: "a/".into(), after: None, limit: 10, keys_only: true };
+    let out = run(&mut p, &mut log, 2 * S, &[put("a/3", "3", None, false), del, scan]).unwrap();
+    let KvResult::Prefix { rows, next_after } = &out[2] else { panic!("{:?}", out[2]) };
+    let keys: Vec<&str> = rows.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!((keys, next_after.clone()), (vec!["a/2", "a/3"], None));
+    let page = KvOp::GetPrefix { ns: "n".into(), prefix: "a/".into(), after: None, limit: 1, keys_only: true };
+    let out = run(&mut p, &mut log, 3 * S, &[put("a/0", "0", None, false), page]).unwrap();
+    let KvResult::Prefix { rows, next_after } = &out[1] else { panic!("{:?}", out[1]) };
+    assert_eq!((rows[0].key.as_str(), next_after.as_deref()), ("a/0", Some("a/0")));
+}
+
+/// Regression (issue 12 item 6): expired KV entries were never removed, only hidden.
+#[test]
+fn expired_entries_are_swept_a_budget_at_a_time() {
+    let d = tempfile::tempdir().unwrap();
+    let mut p = planner(d.path());
+    let mut log = Vec::new();
+    let ops: Vec<KvOp> = (0..5)
+        .map(|i| KvOp::Put {
+            ns: "n".into(),
+            key: format!("k{i}"),
+            value: "v".into(),
+            ttl_secs: (i < 4).then_some(1),
+            expect: None,
+            required: false,
+        })
+        .collect();
+    run(&mut p, &mut log, S, &ops).unwrap();
+    let mut cursor = None;
+    p.begin(2 * S);
+    assert_eq!(p.sweep_kv(&mut cursor, 3).unwrap(), 3, "k0..k2 expired, looked at 3 keys");
+    assert_eq!(cursor, Some(("n".to_string(), "k2".to_string())));
+    log.extend(p.finish().expect("a whole plan"));
+    p.begin(2 * S + 1);
+    assert_eq!(p.sweep_kv(&mut cursor, 3).unwrap(), 1, "k3 expired, k4 lives");
+    assert_eq!(cursor, None, "the pass ended: the next starts over");
+    log.extend(p.finish().expect("a whole plan"));
+    assert_eq!(p.state.kv["n"].keys().collect::<Vec<_>>(), vec!["k4"]);
+    let mut r = planner(&d.path().join("replay"));
+    for e in &log {
+        r.state.apply(e).unwrap();
+    }
+    assert_eq!(r.state.kv, p.state.kv, "the sweep replays");
+}

@@ -107,6 +107,9 @@ pub(crate) struct PlannerLoop {
     frame_bytes: usize,
     /// Replies of requests that changed nothing; they wait for `submitted` at the time.
     parked: Vec<Reply>,
+    /// Where the expired-KV sweep goes on at the next tick.
+    kv_sweep: crate::kv::SweepCursor,
+    last_prune: Instant,
 }
 
 impl PlannerLoop {
@@ -136,6 +139,8 @@ impl PlannerLoop {
             frame_replies: Vec::new(),
             frame_bytes: 0,
             parked: Vec::new(),
+            kv_sweep: None,
+            last_prune: Instant::now(),
         }
     }
 
@@ -376,7 +381,11 @@ impl PlannerLoop {
                 self.settle(deferred(reply, res));
             }
             Cmd::Query(q, reply) => {
-                let _ = reply.send(query::run(&self.p.state, q));
+                // The state holds what is planned but not yet durable: the answer waits, as a
+                // request that changed nothing does (D2), so a read never shows what a crash
+                // could still undo.
+                let res = query::run(&self.p.state, q);
+                self.parked.push(deferred(reply, Ok(res)));
             }
             Cmd::Fetch(reqs, reply) => {
                 let _ = reply.send(query::fetch(&self.p.state, reqs));
@@ -419,6 +428,13 @@ impl PlannerLoop {
         }
         if let Err(e) = self.p.fire_timers() {
             tracing::error!(error = %e, "firing timers failed");
+        }
+        if let Err(e) = self.p.sweep_kv(&mut self.kv_sweep, KV_SWEEP_PER_TICK) {
+            tracing::error!(error = %e, "sweeping expired KV entries failed");
+        }
+        if self.last_prune.elapsed() >= Duration::from_secs(10) {
+            self.last_prune = Instant::now();
+            self.shared.prune_notifiers();
         }
         self.settle(Box::new(|_| {}));
         if self.last_checkpoint.elapsed() >= self.cfg.checkpoint_interval {
@@ -494,6 +510,10 @@ impl PlannerLoop {
         }
     }
 }
+
+/// Keys the expired-KV sweep looks at per tick (10 per second): 10,000 keys a tick cost the
+/// planner well under a millisecond.
+const KV_SWEEP_PER_TICK: usize = 10_000;
 
 /// The thread that starts writeback of partition files every second, off the planner.
 fn spawn_writeback() -> std::sync::mpsc::Sender<Vec<Arc<std::fs::File>>> {
