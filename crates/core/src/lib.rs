@@ -32,4 +32,6 @@ pub use txn::{TxnAck, TxnItem, TxnOutcome, TxnRequest};
 #[cfg(test)]
 mod kv_tests;
 #[cfg(test)]
+mod plan_props;
+#[cfg(test)]
 mod plan_tests;
