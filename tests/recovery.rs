@@ -539,3 +539,28 @@ async fn long_poll_wakes_when_a_lease_inherited_across_a_crash_expires() {
          pop answered {st} after {waited:?} (the long poll is never woken by its expiry)"
     );
 }
+
+/// (c'') A byte flipped inside the whole last frame is damage, not a torn write: start-up is
+/// refused with the reason and nothing is cut (before: cut as a torn tail with only a warning,
+/// dropping answered pushes). The operator's flag cuts it.
+#[tokio::test]
+async fn a_damaged_last_frame_refuses_start_until_the_operator_cuts_it() {
+    let mut s = Server::start_with(&["--checkpoint-interval-secs", "3600"]);
+    let c = client();
+    let t = ids("d", 0..10);
+    push(&c, &s, "d", "p", &t, 50).await;
+    s.kill9();
+    let last = s.wal_segments().last().unwrap().clone();
+    let mut bytes = std::fs::read(&last).unwrap();
+    let used = used_len(&bytes);
+    let (off, flen) = *frames(&bytes[..used]).last().expect("frames");
+    bytes[off + flen - 3] ^= 0x20;
+    std::fs::write(&last, &bytes).unwrap();
+    let st = s.restart_expect_exit(Duration::from_secs(20));
+    assert!(!st.success());
+    assert!(s.log().contains("damage, not a torn write"), "{}", s.log());
+    assert_eq!(std::fs::read(&last).unwrap(), bytes, "nothing was cut");
+    s.add_args(&["--wal-truncate-damaged-tail", "true"]);
+    s.restart();
+    assert_eq!(used_len(&std::fs::read(&last).unwrap()), off, "the damaged frame was cut at the operator's word");
+}

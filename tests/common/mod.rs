@@ -215,3 +215,10 @@ impl Server {
         (Server::start_with(&args), kport)
     }
 }
+
+impl Server {
+    /// Add `serve` flags for the next (re)start.
+    pub fn add_args(&mut self, args: &[&str]) {
+        self.args.extend(args.iter().map(|s| s.to_string()));
+    }
+}

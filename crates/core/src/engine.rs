@@ -29,6 +29,8 @@ pub struct EngineConfig {
     pub wal_preallocate: bool,
     /// Retired WAL segments kept to be zero-filled again as spares (D20).
     pub wal_recycle: usize,
+    /// Cut a damaged (whole, checksum failing) last WAL frame at start instead of refusing.
+    pub wal_truncate_damaged_tail: bool,
     pub partition_segment_bytes: u64,
     pub checkpoint_interval: Duration,
     pub limits: crate::limits::Limits,
@@ -44,6 +46,7 @@ impl EngineConfig {
             wal_segment_bytes: 64 << 20,
             wal_preallocate: true,
             wal_recycle: baton_log::WalConfig::DEFAULT_RECYCLE,
+            wal_truncate_damaged_tail: false,
             partition_segment_bytes: 64 << 20,
             checkpoint_interval: Duration::from_secs(30),
             limits: crate::limits::Limits::default(),
@@ -188,6 +191,7 @@ impl Engine {
             segment_bytes: cfg.wal_segment_bytes,
             preallocate: cfg.wal_preallocate,
             recycle: cfg.wal_recycle,
+            truncate_damaged_tail: cfg.wal_truncate_damaged_tail,
         };
         cfg.limits.validate()?;
         // Before recovery reads or cuts anything.

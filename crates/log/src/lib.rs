@@ -40,6 +40,10 @@ pub struct WalConfig {
     /// With `preallocate`, up to this many segments a checkpoint retired are kept and
     /// zero-filled again as the next spares instead of deleted (D20).
     pub recycle: usize,
+    /// Recovery cuts a last frame that is whole but fails its checksum (damage, not a torn
+    /// write: it may hold answered writes) instead of refusing to start. Off by default: an
+    /// operator decides, after reading the refusal.
+    pub truncate_damaged_tail: bool,
 }
 
 impl WalConfig {
@@ -53,6 +57,7 @@ impl WalConfig {
             segment_bytes: Self::DEFAULT_SEGMENT_BYTES,
             preallocate: true,
             recycle: Self::DEFAULT_RECYCLE,
+            truncate_damaged_tail: false,
         }
     }
 }

@@ -55,9 +55,22 @@ pub fn recover(
             // The caller's own error is not corruption; pass it through untouched.
             ScanError::Callback(e) => e,
         })?;
-        if let Some((offset, reason)) = scan.damage {
+        if let Some((offset, reason, tear)) = scan.damage {
             if !is_last {
                 return Err(corrupt(&seg.path, offset, format!("{reason}, in a segment that is not the last")));
+            }
+            if tear == Tear::Damaged && !cfg.truncate_damaged_tail {
+                return Err(corrupt(
+                    &seg.path,
+                    offset,
+                    format!(
+                        "{reason}: the last frame (index {}) is whole and no part of it reads as an unwritten sector, \
+                         so this is damage, not a torn write, and it may hold writes that were answered; nothing was \
+                         cut. Start with --wal-truncate-damaged-tail to cut it and the {} bytes from here",
+                        scan.next,
+                        buf.len() - offset
+                    ),
+                ));
             }
             info.truncated_bytes = (buf.len() - offset) as u64;
             truncate(&seg.path, offset as u64, &reason)?;
@@ -112,8 +125,74 @@ struct ScanEnd {
     /// Index the next frame (in this or the next segment) must carry.
     next: u64,
     /// Offset and reason of a bad frame with nothing valid after it: a torn tail candidate.
-    damage: Option<(usize, String)>,
+    damage: Option<(usize, String, Tear)>,
 }
+
+/// What a bad end of the last segment looks like.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+enum Tear {
+    /// What a write cut by a crash leaves: a frame cut short, or sectors never written
+    /// (zeros, in a preallocated or newly grown file). Never answered, so cut.
+    Torn,
+    /// A whole frame whose checksum fails with no unwritten sector in it: bits changed on
+    /// the way or on the disk. Possibly answered.
+    Damaged,
+}
+
+/// The sector size torn writes are reasoned in: a write cut by power loss leaves whole
+/// sectors either written or not (zeros here, since segments are zero-filled or grown).
+const SECTOR: usize = 512;
+
+/// Whether a sector that `[at, at + len)` of the segment overlaps is all zeros (cut at the
+/// end of the file): a sector of the frame that was never written. A sector holds more than
+/// the frame's bytes; the rest of a lost sector past the frame is zeros too, since nothing
+/// after the last write was ever written.
+fn has_zero_sector(bytes: &[u8], at: usize, len: usize) -> bool {
+    let end = (at + len).min(bytes.len());
+    let mut s = at / SECTOR * SECTOR;
+    while s < end {
+        let sector = &bytes[s..(s + SECTOR).min(bytes.len())];
+        if sector.iter().all(|&b| b == 0) {
+            return true;
+        }
+        s += SECTOR;
+    }
+    false
+}
+
+/// Whether a bad frame at `off` (which should carry index `next`) followed by a valid one at
+/// `later` is one write cut by a crash whose first sectors were lost: the bad frame's header
+/// never reached the disk (zeros), the hole held frames (the valid one's index is past `next`,
+/// by no more frames than the hole has room for), every frame from `later` on is valid up to
+/// the end of the data, and all of it fits in one batch write (the writer never writes more
+/// at once), so none of it can have been answered. Zeros that held no frame, with the log
+/// going on at `next` after them, are a hole in answered data instead.
+fn lost_sectors_then_rest_of_the_write(bytes: &[u8], off: usize, later: usize, next: u64) -> bool {
+    if bytes[off..].len() < frame::HEADER_LEN || bytes[off..off + frame::HEADER_LEN].iter().any(|&b| b != 0) {
+        return false;
+    }
+    let Decoded::Frame { index, .. } = frame::decode(&bytes[later..]) else { return false };
+    let room = ((later - off) / frame::HEADER_LEN) as u64;
+    if index <= next || index - next > room {
+        return false;
+    }
+    let data_end = bytes.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+    if data_end.saturating_sub(off) > MAX_WRITE_BYTES {
+        return false;
+    }
+    let mut at = later;
+    while at < data_end {
+        match frame::decode(&bytes[at..]) {
+            Decoded::Frame { len, .. } => at += len,
+            Decoded::Invalid(_) => return false,
+        }
+    }
+    true
+}
+
+/// The most one batch write can hold: the writer's batch cap plus the one frame that crossed
+/// it, at its largest.
+const MAX_WRITE_BYTES: usize = (8 << 20) + frame::HEADER_LEN + frame::MAX_PAYLOAD;
 
 enum ScanError {
     /// Offset and reason; the caller attaches the file name.
@@ -150,12 +229,25 @@ fn scan(
             Decoded::Invalid(_) if bytes[off..].iter().all(|&b| b == 0) => break,
             Decoded::Invalid(reason) => {
                 // A later frame that validates means the log went on after this point, so this
-                // is damage inside acknowledged data, not an interrupted final write.
+                // is damage inside acknowledged data, not an interrupted final write — unless
+                // it is the rest of one write whose first sectors were lost.
                 if let Some(rel) = frame::find_valid_frame(&bytes[off + 1..], next) {
                     let later = off + 1 + rel;
+                    if lost_sectors_then_rest_of_the_write(bytes, off, later, next) {
+                        let why =
+                            format!("{reason}; unwritten sectors, then the rest of the same write from offset {later}");
+                        return Ok(ScanEnd { next, damage: Some((off, why, Tear::Torn)) });
+                    }
                     return Err(ScanError::Corrupt(off, format!("{reason}; a valid frame follows at offset {later}")));
                 }
-                return Ok(ScanEnd { next, damage: Some((off, reason)) });
+                // A write cut short leaves zeros where it stopped: at the frame's end (and on
+                // past it), or in a sector it never reached. A whole frame with neither is
+                // damage.
+                let tear = match frame::whole_len(&bytes[off..]) {
+                    Some(len) if bytes[off + len - 1] != 0 && !has_zero_sector(bytes, off, len) => Tear::Damaged,
+                    _ => Tear::Torn,
+                };
+                return Ok(ScanEnd { next, damage: Some((off, reason, tear)) });
             }
         }
     }

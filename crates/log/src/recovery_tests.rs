@@ -77,10 +77,10 @@ fn torn_tails_are_truncated_and_the_log_continues() {
     let mut half_frame = Vec::new();
     encode(&mut half_frame, 6, &[9u8; 100]).unwrap();
     half_frame.truncate(half_frame.len() / 2);
+    // A whole frame whose checksum fails is cut only when a sector of it was never written.
     let mut bad_crc = Vec::new();
-    encode(&mut bad_crc, 6, b"complete but damaged").unwrap();
-    let last = bad_crc.len() - 1;
-    bad_crc[last] ^= 0xFF;
+    encode(&mut bad_crc, 6, &[7u8; 1500]).unwrap();
+    bad_crc[HEADER_LEN + 600..HEADER_LEN + 1500].fill(0);
     let mut lone_magic = vec![0u8; 33];
     lone_magic.extend_from_slice(&MAGIC_BYTES);
     lone_magic.extend_from_slice(&[0xEE; 40]);
@@ -96,7 +96,7 @@ fn torn_tails_are_truncated_and_the_log_continues() {
         ("half frame", half_frame),
         ("garbage", vec![0xAB; 57]),
         ("half frame then zeros", half_then_zeros),
-        ("bad crc", bad_crc),
+        ("bad crc with an unwritten sector", bad_crc),
         ("lone magic", lone_magic),
         ("embedded old frame", embedded_old),
     ];
@@ -336,4 +336,55 @@ fn a_damaged_segment_wholly_below_the_checkpoint_is_not_read() {
     assert_eq!((info.next_index, indexes(&got)), (8, vec![6, 7]));
     // The same damage below an index replay needs is still corruption.
     expect_corrupt(recover_all(&c, 4), &old, 0);
+}
+
+/// Regression (issue 12 item 17): a byte flipped inside the whole last frame was cut as a
+/// torn tail with only a warning, dropping writes that may have been answered. A torn write
+/// leaves a frame short or a sector unwritten; a whole frame with every sector present whose
+/// checksum fails is damage: refused, nothing cut, unless the operator says to cut it.
+#[test]
+fn a_whole_last_frame_with_a_bad_checksum_is_damage_not_a_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg = write_segment(dir.path(), 1, 1..=5);
+    let mut bytes = fs::read(&seg).unwrap();
+    let at = offset_of(1, 5) as usize;
+    bytes[at + HEADER_LEN + 1] ^= 0x04;
+    fs::write(&seg, &bytes).unwrap();
+    let mut c = cfg(dir.path(), 1 << 20);
+    match recover_all(&c, 1) {
+        Err(WalError::Corrupt { offset, reason, .. }) => {
+            assert_eq!(offset, at as u64);
+            assert!(
+                reason.contains("damage, not a torn write") && reason.contains("--wal-truncate-damaged-tail"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected the damage to be refused, got {other:?}"),
+    }
+    assert_eq!(fs::read(&seg).unwrap(), bytes, "nothing was cut");
+    c.truncate_damaged_tail = true;
+    let (info, got) = recover_all(&c, 1).unwrap();
+    assert_eq!((indexes(&got), info.next_index), (vec![1, 2, 3, 4], 5));
+}
+
+/// Regression (issue 12 item 7): a power loss during the last write can keep its later
+/// sectors and lose its first ones (zeros in a preallocated segment). That write was never
+/// answered: it is a torn tail, cut, not a refusal to start.
+#[test]
+fn a_last_write_whose_first_sectors_were_lost_is_a_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg = write_segment(dir.path(), 1, 1..=3);
+    let good = fs::metadata(&seg).unwrap().len() as usize;
+    // The cut write: frames 4..=9 of 300 bytes each, its first 1,024 bytes never written.
+    let mut write = Vec::new();
+    for i in 4..=9 {
+        encode(&mut write, i, &[b'x'; 280]).unwrap();
+    }
+    let hole_end = (good + 1024) / 512 * 512 - good;
+    write[..hole_end].fill(0);
+    append(&seg, &write);
+    append(&seg, &[0; 4096]);
+    let (info, got) = recover_all(&cfg(dir.path(), 1 << 20), 1).unwrap();
+    assert_eq!((indexes(&got), info.next_index), (vec![1, 2, 3], 4));
+    assert_eq!(fs::metadata(&seg).unwrap().len() as usize, good);
 }

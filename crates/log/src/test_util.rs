@@ -46,7 +46,7 @@ impl WalItem for GateItem {
 }
 
 pub(crate) fn cfg(dir: &Path, segment_bytes: u64) -> WalConfig {
-    WalConfig { dir: dir.to_path_buf(), segment_bytes, preallocate: false, recycle: 0 }
+    WalConfig { dir: dir.to_path_buf(), segment_bytes, preallocate: false, recycle: 0, truncate_damaged_tail: false }
 }
 
 pub(crate) fn payload(i: u64) -> Vec<u8> {

@@ -44,6 +44,7 @@ fn concurrent_submitters_get_dense_ordered_indexes_exactly_once() {
         // Every rotation races the spare thread: some segments are preallocated, some plain.
         preallocate: true,
         recycle: 2,
+        truncate_damaged_tail: false,
     };
     let info = recover(&cfg, 1, |_, _| Ok(())).unwrap();
     assert_eq!(info.next_index, 1);

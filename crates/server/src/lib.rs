@@ -33,6 +33,11 @@ pub struct ServeArgs {
     /// a checkpoint: this many segments.
     #[arg(long, env = "BATON_WAL_RECYCLE_SEGMENTS", default_value_t = baton_log::WalConfig::DEFAULT_RECYCLE)]
     pub wal_recycle_segments: usize,
+    /// At start, cut a last WAL frame that is whole but fails its checksum, and everything
+    /// after it, instead of refusing to start. Such a frame is damage, not a torn write, and
+    /// may hold writes that were answered: use only after reading the refusal.
+    #[arg(long, env = "BATON_WAL_TRUNCATE_DAMAGED_TAIL", default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub wal_truncate_damaged_tail: bool,
     /// Size at which a partition segment file is closed, in MiB.
     #[arg(long, env = "BATON_PARTITION_SEGMENT_MB", default_value_t = 64)]
     pub partition_segment_mb: u64,
@@ -106,6 +111,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     cfg.wal_segment_bytes = a.wal_segment_mb.max(1) << 20;
     cfg.wal_preallocate = a.wal_preallocate;
     cfg.wal_recycle = a.wal_recycle_segments;
+    cfg.wal_truncate_damaged_tail = a.wal_truncate_damaged_tail;
     cfg.partition_segment_bytes = a.partition_segment_mb.max(1) << 20;
     cfg.limits = baton_core::limits::Limits {
         max_frame_bytes: a.max_frame_mb.saturating_mul(1 << 20),
