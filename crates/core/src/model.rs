@@ -35,6 +35,15 @@ pub struct QueueOptions {
     pub max_size: u64,
 }
 
+impl QueueOptions {
+    /// Whether a message past `retryLimit` moves to the dead-letter queue on its own: only
+    /// with both `deadLetterQueue` and `dlqAfterMaxRetries` (issue 12 item 8: a queue set
+    /// `deadLetterQueue: false` kept dead-lettering). Without, it is delivered again.
+    pub fn dead_letters_after_retries(&self) -> bool {
+        self.dead_letter_queue && self.dlq_after_max_retries
+    }
+}
+
 impl Default for QueueOptions {
     fn default() -> Self {
         QueueOptions {

@@ -433,7 +433,7 @@ impl Planner {
         self.emit(Effect::ExpireLease { part, group, lease })?;
         for o in unsettled {
             let attempts = self.state.parts[&part].cursors[&group].attempts.get(&o).copied().unwrap_or(0);
-            if attempts > opts.retry_limit && opts.dlq_after_max_retries {
+            if attempts > opts.retry_limit && opts.dead_letters_after_retries() {
                 self.emit(Effect::Ack {
                     part,
                     group,
@@ -479,7 +479,16 @@ impl Planner {
         let lease = p.cursors.get(&group).and_then(|c| c.lease.as_ref()).ok_or_else(|| {
             CoreError::new(ErrorKind::Conflict, "lease_not_live", "no live lease for this group on the partition")
         })?;
-        if it.lease.is_some_and(|l| l != lease.id) || lease.expires <= now {
+        // I4: the ack names its lease. One without would settle under whatever lease the
+        // group holds now, a later consumer's included (issue 12 item 8).
+        let Some(named) = it.lease else {
+            return Err(CoreError::new(
+                ErrorKind::Conflict,
+                "lease_required",
+                "an ack names the leaseId its message was delivered with",
+            ));
+        };
+        if named != lease.id || lease.expires <= now {
             return Err(CoreError::new(
                 ErrorKind::Conflict,
                 "lease_not_live",
@@ -508,7 +517,7 @@ impl Planner {
         let lease_id = lease.id;
         let attempts = p.cursors[&group].attempts.get(&offset).copied().unwrap_or(0);
         let status = match it.status {
-            AckStatus::Failed if attempts + 1 > opts.retry_limit && opts.dlq_after_max_retries => AckStatus::Dlq,
+            AckStatus::Failed if attempts + 1 > opts.retry_limit && opts.dead_letters_after_retries() => AckStatus::Dlq,
             s => s,
         };
         self.emit(Effect::Ack { part: it.part, group, lease: lease_id, offset, status, error: it.error.clone() })?;

@@ -553,3 +553,32 @@ fn groups_are_bounded() {
     assert_eq!((e.kind, e.code), (ErrorKind::Overloaded, "too_many_groups"));
     assert!(f.p.finish().expect("a whole plan").is_none());
 }
+
+/// Regression (issue 12 item 8, I4): an ack without a leaseId settled under whatever lease
+/// the group held, so a consumer whose lease had expired settled the message redelivered to
+/// another one.
+#[test]
+fn i4_an_ack_must_name_its_lease() {
+    let mut f = Fixture::new();
+    f.configure(0, "q", QueueOptions { lease_time: 1, ..Default::default() });
+    f.push(S, "q", "p", &["a"]);
+    let first = f.pop(2 * S, "q", None, 1).unwrap();
+    let second = f.pop(4 * S, "q", None, 1).expect("redelivered after the first lease expired");
+    let mut stale = first.clone();
+    stale.lease = None;
+    let e = f.ack(4 * S + 1, &stale, 0, AckStatus::Completed).unwrap_err();
+    assert_eq!(e.code, "lease_required");
+    f.ack(4 * S + 2, &second, 0, AckStatus::Completed).unwrap();
+}
+
+/// Regression (issue 12 item 8): `deadLetterQueue: false` was ignored.
+#[test]
+fn no_dead_letters_when_the_queue_has_no_dead_letter_queue() {
+    let mut f = Fixture::new();
+    f.configure(0, "q", QueueOptions { retry_limit: 0, dead_letter_queue: false, ..Default::default() });
+    f.push(S, "q", "p", &["a"]);
+    let r = f.pop(2 * S, "q", None, 1).unwrap();
+    f.ack(3 * S, &r, 0, AckStatus::Failed).unwrap();
+    let again = f.pop(4 * S, "q", None, 1).expect("past retryLimit, without a DLQ it comes back");
+    assert_eq!(offsets(&again), vec![0]);
+}

@@ -114,6 +114,9 @@ impl Planner {
             let Some(l) = p.cursors.get(gid).and_then(|c| c.lease.as_ref()) else {
                 return reject("no live lease for this group on the partition");
             };
+            if a.item.lease.is_none() {
+                return reject("an ack names the leaseId its message was delivered with");
+            }
             if l.expires <= now || a.item.lease.is_some_and(|x| x != l.id) {
                 return reject("the lease named is expired, released or not this partition's");
             }
