@@ -6,7 +6,8 @@
 
 use crate::body::{JsonBody, OptionalJson};
 use crate::error::ApiError;
-use crate::render::{iso_ms, iso_us, parse_iso, payload_json, read_records};
+use crate::payload::payload_json;
+use crate::render::{iso_ms, iso_us, parse_iso, read_records};
 use crate::App;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;

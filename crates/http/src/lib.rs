@@ -11,6 +11,7 @@ mod consume;
 mod error;
 mod kv;
 mod metrics;
+mod payload;
 mod push;
 mod render;
 mod timing;
@@ -22,6 +23,7 @@ use baton_core::Engine;
 use std::sync::Arc;
 
 pub use error::ApiError;
+pub use payload::{DEFAULT_MAX_DEPTH as DEFAULT_PAYLOAD_DEPTH, MAX_RENDER_DEPTH as MAX_PAYLOAD_DEPTH};
 
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
@@ -29,6 +31,9 @@ pub struct HttpConfig {
     pub max_body_bytes: usize,
     /// Largest single message payload accepted (413 past it).
     pub max_payload_bytes: usize,
+    /// Deepest nesting of arrays and objects in a stored JSON value (400
+    /// `bad_payload` past it); at most [`MAX_PAYLOAD_DEPTH`].
+    pub max_payload_depth: u32,
     /// Batch size when the client leaves it to the server (Queen's autopilot).
     pub default_batch: u32,
     /// Longest long poll honoured, whatever the client asks.
@@ -43,6 +48,7 @@ impl Default for HttpConfig {
         HttpConfig {
             max_body_bytes: 16 << 20,
             max_payload_bytes: 1 << 20,
+            max_payload_depth: payload::DEFAULT_MAX_DEPTH,
             default_batch: 100,
             max_wait_ms: 60_000,
             extra_metrics: None,

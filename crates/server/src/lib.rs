@@ -42,6 +42,12 @@ pub struct ServeArgs {
     /// Largest single message payload accepted; larger payloads get 413.
     #[arg(long, env = "BATON_MAX_PAYLOAD_BYTES", default_value_t = 1 << 20)]
     pub max_payload_bytes: usize,
+    /// Deepest nesting of arrays and objects in a JSON value the HTTP API stores (push
+    /// payloads, KV values, timer payloads); deeper ones get 400 `bad_payload`. At most 127,
+    /// the deepest a JSON value can be that serde_json turns into a tree again.
+    #[arg(long, env = "BATON_MAX_PAYLOAD_DEPTH", default_value_t = baton_http::DEFAULT_PAYLOAD_DEPTH,
+          value_parser = clap::value_parser!(u32).range(1..=baton_http::MAX_PAYLOAD_DEPTH as i64))]
+    pub max_payload_depth: u32,
     /// Messages per pop when the client does not say (Queen's autopilot).
     #[arg(long, env = "BATON_DEFAULT_BATCH", default_value_t = 100)]
     pub default_batch: u32,
@@ -106,6 +112,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     let mut http = baton_http::HttpConfig {
         max_body_bytes: a.max_body_bytes,
         max_payload_bytes: a.max_payload_bytes,
+        max_payload_depth: a.max_payload_depth,
         default_batch: a.default_batch.max(1),
         ..Default::default()
     };
