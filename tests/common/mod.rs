@@ -20,6 +20,7 @@ pub struct Server {
     pub dir: PathBuf,
     _tmp: Option<tempfile::TempDir>,
     args: Vec<String>,
+    envs: Vec<(String, String)>,
 }
 
 impl Server {
@@ -38,6 +39,7 @@ impl Server {
             dir,
             _tmp: Some(tmp),
             args: args.iter().map(|s| s.to_string()).collect(),
+            envs: Vec::new(),
         };
         s.spawn();
         s
@@ -52,6 +54,7 @@ impl Server {
             .arg("--data-dir")
             .arg(&self.dir)
             .args(&self.args)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
@@ -213,5 +216,26 @@ impl Server {
         let mut args = vec!["--kafka-addr", addr.as_str(), "--kafka-initial-rebalance-delay-ms", "0"];
         args.extend_from_slice(extra);
         (Server::start_with(&args), kport)
+    }
+}
+
+// ---- Environment helpers (appended for tests/http_limits.rs). ----
+
+impl Server {
+    /// Start with `BATON_*` settings given as environment variables, as a
+    /// deployment would; a binary that does not know one starts anyway.
+    pub fn start_env(envs: &[(&str, &str)]) -> Server {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path().join("data");
+        let mut s = Server {
+            child: None,
+            port: free_port(),
+            dir,
+            _tmp: Some(tmp),
+            args: Vec::new(),
+            envs: envs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        };
+        s.spawn();
+        s
     }
 }

@@ -9,6 +9,7 @@ mod admin;
 mod body;
 mod consume;
 mod error;
+mod fetch;
 mod kv;
 mod metrics;
 mod payload;
@@ -23,6 +24,10 @@ use baton_core::Engine;
 use std::sync::Arc;
 
 pub use error::ApiError;
+pub use fetch::{DEFAULT_MAX_BYTES as DEFAULT_FETCH_MAX_BYTES, DEFAULT_MAX_ENTRIES as DEFAULT_FETCH_MAX_ENTRIES};
+
+/// Default of `--max-ack-error-bytes`.
+pub const DEFAULT_MAX_ACK_ERROR_BYTES: usize = 4096;
 pub use payload::{DEFAULT_MAX_DEPTH as DEFAULT_PAYLOAD_DEPTH, MAX_RENDER_DEPTH as MAX_PAYLOAD_DEPTH};
 
 #[derive(Debug, Clone)]
@@ -34,6 +39,13 @@ pub struct HttpConfig {
     /// Deepest nesting of arrays and objects in a stored JSON value (400
     /// `bad_payload` past it); at most [`MAX_PAYLOAD_DEPTH`].
     pub max_payload_depth: u32,
+    /// Most stored bytes one `/api/v1/fetch` answer carries, all entries
+    /// together (a larger `maxBytes` is clamped to it).
+    pub fetch_max_bytes: u64,
+    /// Most entries in one `/api/v1/fetch` (400 `invalid_entries` past it).
+    pub fetch_max_entries: usize,
+    /// Longest ack `error` text kept (for the DLQ view); longer is cut.
+    pub max_ack_error_bytes: usize,
     /// Batch size when the client leaves it to the server (Queen's autopilot).
     pub default_batch: u32,
     /// Longest long poll honoured, whatever the client asks.
@@ -49,6 +61,9 @@ impl Default for HttpConfig {
             max_body_bytes: 16 << 20,
             max_payload_bytes: 1 << 20,
             max_payload_depth: payload::DEFAULT_MAX_DEPTH,
+            fetch_max_bytes: fetch::DEFAULT_MAX_BYTES,
+            fetch_max_entries: fetch::DEFAULT_MAX_ENTRIES,
+            max_ack_error_bytes: DEFAULT_MAX_ACK_ERROR_BYTES,
             default_batch: 100,
             max_wait_ms: 60_000,
             extra_metrics: None,
@@ -134,7 +149,7 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
         .route("/api/v1/ack", post(consume::ack_one))
         .route("/api/v1/ack/batch", post(consume::ack_batch))
         .route("/api/v1/lease/{lease}/extend", post(consume::extend))
-        .route("/api/v1/fetch", post(consume::fetch))
+        .route("/api/v1/fetch", post(fetch::fetch))
         .route("/api/v1/transaction", post(txn::transaction))
         .route("/api/v1/kv", post(kv::kv))
         .route("/api/v1/timers", post(kv::timers))

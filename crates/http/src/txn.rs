@@ -110,7 +110,7 @@ pub async fn transaction(State(app): State<App>, RawBody(raw): RawBody) -> Resul
     for (i, op) in body.operations.into_iter().enumerate() {
         match op.kind.as_ref() {
             "ack" => {
-                let item = ack_item(i, &op.ack)?;
+                let item = ack_item(i, &op.ack, app.cfg.max_ack_error_bytes)?;
                 req.acks.push(TxnAck { index: flat, group: op.ack.consumer_group, item });
                 flat += 1;
             }

@@ -48,6 +48,19 @@ pub struct ServeArgs {
     #[arg(long, env = "BATON_MAX_PAYLOAD_DEPTH", default_value_t = baton_http::DEFAULT_PAYLOAD_DEPTH,
           value_parser = clap::value_parser!(u32).range(1..=baton_http::MAX_PAYLOAD_DEPTH as i64))]
     pub max_payload_depth: u32,
+    /// Most stored bytes one HTTP `/api/v1/fetch` answer carries, all its entries together;
+    /// a request's larger `maxBytes` is clamped to it (as Kafka's fetch.max.bytes), and the
+    /// entries share it. Past it only the answer's first batch is given, so a reader always
+    /// gets past a batch larger than this.
+    #[arg(long, env = "BATON_HTTP_FETCH_MAX_BYTES", default_value_t = baton_http::DEFAULT_FETCH_MAX_BYTES)]
+    pub http_fetch_max_bytes: u64,
+    /// Most entries (partitions) in one HTTP `/api/v1/fetch`; more get 400 `invalid_entries`.
+    #[arg(long, env = "BATON_HTTP_FETCH_MAX_ENTRIES", default_value_t = baton_http::DEFAULT_FETCH_MAX_ENTRIES)]
+    pub http_fetch_max_entries: usize,
+    /// Longest `error` text of an ack that is kept (shown by the DLQ view); a longer one is
+    /// cut to this many bytes (at a character boundary), the ack itself still counts.
+    #[arg(long, env = "BATON_MAX_ACK_ERROR_BYTES", default_value_t = baton_http::DEFAULT_MAX_ACK_ERROR_BYTES)]
+    pub max_ack_error_bytes: usize,
     /// Messages per pop when the client does not say (Queen's autopilot).
     #[arg(long, env = "BATON_DEFAULT_BATCH", default_value_t = 100)]
     pub default_batch: u32,
@@ -113,6 +126,9 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         max_body_bytes: a.max_body_bytes,
         max_payload_bytes: a.max_payload_bytes,
         max_payload_depth: a.max_payload_depth,
+        fetch_max_bytes: a.http_fetch_max_bytes.max(1),
+        fetch_max_entries: a.http_fetch_max_entries.max(1),
+        max_ack_error_bytes: a.max_ack_error_bytes,
         default_batch: a.default_batch.max(1),
         ..Default::default()
     };

@@ -1,0 +1,118 @@
+//! Bounds of one HTTP request through the real binary (issue #12 items 6 and
+//! 12, HTTP part): a fetch names each partition once, holds at most
+//! `--http-fetch-max-entries` entries and carries at most
+//! `--http-fetch-max-bytes` of records whatever `maxBytes` it asks for; an
+//! ack's `error` text is kept to `--max-ack-error-bytes`.
+//! Settings are given as `BATON_*` environment variables.
+
+mod common;
+
+use common::api::{client, Api};
+use common::Server;
+use serde_json::{json, Value};
+
+fn api_env(envs: &[(&str, &str)]) -> Api {
+    Api { s: Server::start_env(envs), c: client() }
+}
+
+async fn fetch(api: &Api, entries: Value) -> (u16, Value) {
+    api.post("/api/v1/fetch", json!({ "entries": entries })).await
+}
+
+#[tokio::test]
+async fn fetch_refuses_repeated_partitions_and_too_many_entries() {
+    let api = api_env(&[("BATON_HTTP_FETCH_MAX_ENTRIES", "3")]);
+    api.push_n("fq", "p0", "a", 0..2).await;
+    let e = |p: &str| json!({"queue": "fq", "partition": p, "offset": 0});
+    let (st, v) = fetch(&api, json!([e("p0"), e("p1"), e("p0")])).await;
+    assert_eq!((st, &v["code"]), (400, &json!("duplicate_entry")), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("entries[2]"), "{v}");
+    // Omitted and named Default are the same partition.
+    let (st, v) =
+        fetch(&api, json!([{"queue": "fq", "offset": 0}, {"queue": "fq", "partition": "Default", "offset": 1}])).await;
+    assert_eq!((st, &v["code"]), (400, &json!("duplicate_entry")), "{v}");
+    let (st, v) = fetch(&api, json!([e("p0"), e("p1"), e("p2"), e("p3")])).await;
+    assert_eq!((st, &v["code"]), (400, &json!("invalid_entries")), "{v}");
+    let (st, v) = fetch(&api, json!([e("p0"), e("p1"), e("p2")])).await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["entries"][0]["records"].as_array().unwrap().len(), 2, "{v}");
+}
+
+#[tokio::test]
+async fn fetch_answer_is_capped_whatever_max_bytes_asks() {
+    const CAP: usize = 32 * 1024;
+    let api = api_env(&[("BATON_HTTP_FETCH_MAX_BYTES", "32768")]);
+    // One batch per push: 8 KB each, 8 per partition, 128 KB in all.
+    for p in ["a", "b"] {
+        for i in 0..8 {
+            let (st, v) = api
+                .post(
+                    "/api/v1/push",
+                    json!({"items": [{"queue": "big", "partition": p, "payload": format!("{i}{}", "x".repeat(8000))}]}),
+                )
+                .await;
+            assert_eq!(st, 201, "{v}");
+        }
+    }
+    let mut next = [0u64, 0u64];
+    let mut seen = [Vec::new(), Vec::new()];
+    for _round in 0..40 {
+        if next == [8, 8] {
+            break;
+        }
+        let entries = json!([
+            {"queue": "big", "partition": "a", "offset": next[0], "maxBytes": 1_000_000_000_000_000u64},
+            {"queue": "big", "partition": "b", "offset": next[1], "maxBytes": 1_000_000_000_000_000u64},
+        ]);
+        let (st, v) = api.post("/api/v1/fetch", json!({"entries": entries, "maxBytes": u64::MAX})).await;
+        assert_eq!(st, 200, "{v}");
+        let mut bytes = 0;
+        let mut count = 0;
+        for (k, e) in v["entries"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(e["highWatermark"], 8, "{e}");
+            for r in e["records"].as_array().unwrap() {
+                assert_eq!(r["offset"], next[k], "records come in order, from the offset asked");
+                bytes += r["payload"].as_str().unwrap().len();
+                seen[k].push(r["offset"].as_u64().unwrap());
+                next[k] += 1;
+                count += 1;
+            }
+        }
+        assert!(count >= 1, "every fetch makes progress: {v}");
+        assert!(bytes <= CAP, "an answer carried {bytes} payload bytes, past the {CAP}-byte cap");
+    }
+    assert_eq!(seen, [(0..8).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>()]);
+    // A batch larger than the cap still comes out, alone, so a reader gets past it.
+    let (st, v) = api
+        .post("/api/v1/push", json!({"items": [{"queue": "big", "partition": "c", "payload": "y".repeat(40_000)}]}))
+        .await;
+    assert_eq!(st, 201, "{v}");
+    api.push_n("big", "c", "small", 0..2).await;
+    let e = api.fetch("big", "c", 0).await;
+    let recs = e["records"].as_array().unwrap();
+    assert_eq!(recs.len(), 1, "only the large batch: {}", recs.len());
+    assert_eq!(recs[0]["payload"].as_str().map(str::len), Some(40_000));
+}
+
+#[tokio::test]
+async fn ack_error_text_is_cut_to_the_bound() {
+    let api = api_env(&[]);
+    api.configure("dq", json!({"retryLimit": 0})).await;
+    api.push_n("dq", "Default", "m", 0..2).await;
+    let msgs = api.pop_some("dq", "batch=2").await;
+    let long = "e".repeat(100_000);
+    let r = api.ack(&msgs[0], "dlq", Some(&long)).await;
+    assert_eq!(r["success"], true, "{r}");
+    // Two-byte characters: the cut never splits one.
+    let wide = "é".repeat(3000);
+    let r = api.ack(&msgs[1], "dlq", Some(&wide)).await;
+    assert_eq!(r["success"], true, "{r}");
+    let d = api.dlq("dq").await;
+    let mut errors: Vec<String> =
+        d["messages"].as_array().unwrap().iter().map(|m| m["errorMessage"].as_str().unwrap().to_string()).collect();
+    errors.sort();
+    assert_eq!(errors.len(), 2, "{d}");
+    let lens: Vec<usize> = errors.iter().map(|e| e.len()).collect();
+    assert!(errors[0] == "e".repeat(4096), "cut to --max-ack-error-bytes (4096 by default); lengths {lens:?}");
+    assert!(errors[1] == "é".repeat(2048), "cut at a character boundary; lengths {lens:?}");
+}
