@@ -11,6 +11,7 @@ mod consume;
 mod error;
 mod fetch;
 mod kv;
+mod listen;
 mod metrics;
 mod payload;
 mod push;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 
 pub use error::ApiError;
 pub use fetch::{DEFAULT_MAX_BYTES as DEFAULT_FETCH_MAX_BYTES, DEFAULT_MAX_ENTRIES as DEFAULT_FETCH_MAX_ENTRIES};
+pub use listen::{ConnConfig, ConnStats};
 
 /// Default of `--max-ack-error-bytes`.
 pub const DEFAULT_MAX_ACK_ERROR_BYTES: usize = 4096;
@@ -50,6 +52,10 @@ pub struct HttpConfig {
     pub default_batch: u32,
     /// Longest long poll honoured, whatever the client asks.
     pub max_wait_ms: u64,
+    /// Bounds of the listener's connections (idle timeout, cap, lingering close).
+    pub conn: ConnConfig,
+    /// The listener's counters, shown by /metrics.
+    pub conn_stats: Arc<ConnStats>,
     /// More Prometheus text for /metrics from outside this crate (the Kafka
     /// listener's counters), so neither crate depends on the other.
     pub extra_metrics: Option<ExtraMetrics>,
@@ -66,6 +72,8 @@ impl Default for HttpConfig {
             max_ack_error_bytes: DEFAULT_MAX_ACK_ERROR_BYTES,
             default_batch: 100,
             max_wait_ms: 60_000,
+            conn: ConnConfig::default(),
+            conn_stats: Arc::default(),
             extra_metrics: None,
         }
     }
@@ -131,6 +139,25 @@ pub(crate) fn check_seconds(code: &'static str, what: &str, v: Option<u64>) -> R
     }
 }
 
+/// Serve the API on `listener` until `stop` resolves, then trigger
+/// `shutdown` (open long polls answer at once) and wait for the requests in
+/// flight.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    engine: Engine,
+    cfg: HttpConfig,
+    shutdown: Shutdown,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let (conn, stats) = (cfg.conn.clone(), cfg.conn_stats.clone());
+    let router = router_with_shutdown(engine, cfg, shutdown.clone());
+    listen::serve(listener, router, conn, stats, async move {
+        stop.await;
+        shutdown.trigger();
+    })
+    .await
+}
+
 pub fn router(engine: Engine, cfg: HttpConfig) -> Router {
     router_with_shutdown(engine, cfg, Shutdown::default())
 }
@@ -171,5 +198,6 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
         .fallback(error::not_found)
         // axum's own 405 has an empty body; clients read `{error, code}`.
         .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(axum::middleware::from_fn(error::json_errors))
         .with_state(state)
 }

@@ -118,6 +118,26 @@ pub async fn prometheus(State(app): State<App>) -> Response {
             );
         }
     }
+    let cs = &app.cfg.conn_stats;
+    let _ = writeln!(out, "# HELP baton_http_connections_open HTTP connections open now.\n# TYPE baton_http_connections_open gauge\nbaton_http_connections_open {}", cs.open.load(Relaxed));
+    counter(
+        &mut out,
+        "baton_http_connections_refused_total",
+        "HTTP connections answered 503 too_many_connections (--http-max-connections).",
+        cs.refused.load(Relaxed),
+    );
+    counter(
+        &mut out,
+        "baton_http_connections_idle_closed_total",
+        "HTTP connections closed after --http-idle-timeout-secs without a request.",
+        cs.idle_closed.load(Relaxed),
+    );
+    counter(
+        &mut out,
+        "baton_http_accept_errors_total",
+        "Failed accepts of HTTP connections (EMFILE and the like; the listener backs off and goes on).",
+        cs.accept_errors.load(Relaxed),
+    );
     request_times(&mut out, &app);
     if let Some(extra) = &app.cfg.extra_metrics {
         (extra.0)(&mut out);
