@@ -2,7 +2,8 @@
 //! 12, HTTP part): a fetch names each partition once, holds at most
 //! `--http-fetch-max-entries` entries and carries at most
 //! `--http-fetch-max-bytes` of records whatever `maxBytes` it asks for; an
-//! ack's `error` text is kept to `--max-ack-error-bytes`.
+//! ack's `error` text is kept to `--max-ack-error-bytes`. And a pop whose
+//! messages cannot be read (500) does not keep the lease it was granted.
 //! Settings are given as `BATON_*` environment variables.
 
 mod common;
@@ -115,4 +116,52 @@ async fn ack_error_text_is_cut_to_the_bound() {
     let lens: Vec<usize> = errors.iter().map(|e| e.len()).collect();
     assert!(errors[0] == "e".repeat(4096), "cut to --max-ack-error-bytes (4096 by default); lengths {lens:?}");
     assert!(errors[1] == "é".repeat(2048), "cut at a character boundary; lengths {lens:?}");
+}
+
+/// Every file under `dir` whose bytes contain `needle`, with the position.
+fn find_in_files(dir: &std::path::Path, needle: &[u8], out: &mut Vec<(std::path::PathBuf, usize)>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            find_in_files(&p, needle, out);
+        } else if p.extension().is_some_and(|x| x == "seg") || p.to_string_lossy().contains("spare") {
+            if let Ok(b) = std::fs::read(&p) {
+                if let Some(i) = b.windows(needle.len()).position(|w| w == needle) {
+                    out.push((p, i));
+                }
+            }
+        }
+    }
+}
+
+fn flip(path: &std::path::Path, at: usize) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, at as u64).unwrap();
+    f.write_all_at(&[b[0] ^ 0x20], at as u64).unwrap();
+}
+
+#[tokio::test]
+async fn a_pop_that_cannot_read_its_messages_releases_its_lease() {
+    let api = api_env(&[]);
+    let marker = "stored-bytes-marker-0123456789";
+    let (st, v) = api.post("/api/v1/push", json!({"items": [{"queue": "rd", "payload": marker}]})).await;
+    assert_eq!(st, 201, "{v}");
+    // Damage the stored batch (its CRC no longer matches) under the running server.
+    let mut hits = Vec::new();
+    find_in_files(&api.s.dir, marker.as_bytes(), &mut hits);
+    assert!(!hits.is_empty(), "the partition file holding the record");
+    for (p, i) in &hits {
+        flip(p, *i);
+    }
+    let (st, v) = api.pop("rd", "batch=1").await;
+    assert_eq!((st, &v["code"]), (500, &json!("read_failed")), "{v}");
+    // The bytes come back: the message is delivered at once, not after the
+    // lease the failed pop took (300 s by default) runs out.
+    for (p, i) in &hits {
+        flip(p, *i);
+    }
+    let msgs = api.pop_some("rd", "batch=1").await;
+    assert_eq!(msgs[0]["data"], json!(marker));
 }

@@ -90,7 +90,16 @@ async fn pop(
         tokio::pin!(woken);
         woken.as_mut().enable();
         match app.engine.pop(req.clone()).await {
-            Ok(Some(r)) => return render_pop(r),
+            Ok(Some(r)) => {
+                let lease = r.lease.map(|l| (l, r.part, r.group.clone(), r.messages.first().map(|m| m.0)));
+                return match (render_pop(r), lease) {
+                    (Err(e), Some(lease)) => {
+                        release(&app, lease, &e).await;
+                        Err(e)
+                    }
+                    (answer, _) => answer,
+                };
+            }
             Ok(None) => {}
             // A consumer may start before its queue exists: that is "nothing yet".
             Err(e) if e.kind == ErrorKind::NotFound => {}
@@ -104,6 +113,32 @@ async fn pop(
             // One last look at the deadline: a lease may have expired without a wake-up reaching us.
             _ = tokio::time::sleep_until(deadline) => {}
             _ = app.shutdown.triggered() => return Ok(StatusCode::NO_CONTENT.into_response()),
+        }
+    }
+}
+
+/// The planner leased messages this answer could not show (their stored
+/// bytes could not be read): release the lease, so they are delivered again
+/// now rather than when it expires, and without charging their retry budget
+/// (`retry`): the failure is the server's, not the consumer's. An autoAck pop
+/// has no lease; its messages stay settled.
+async fn release(app: &App, lease: (baton_core::LeaseId, baton_core::PartId, String, Option<u64>), why: &ApiError) {
+    let (lease, part, group, Some(offset)) = lease else { return };
+    let item = AckItem {
+        part,
+        txid: None,
+        offset: Some(offset),
+        lease: Some(lease),
+        status: AckStatus::Retry,
+        error: Some(truncate(&why.message, app.cfg.max_ack_error_bytes).to_string()),
+    };
+    let group = Some(group).filter(|g| g != QUEUE_MODE);
+    match app.engine.ack(group, vec![item]).await {
+        Ok(r) if r.iter().all(|x| x.is_ok()) => {
+            tracing::warn!(error = %why.message, "a pop could not read its messages; its lease is released")
+        }
+        other => {
+            tracing::warn!(error = %why.message, release = ?other, "a pop could not read its messages nor release its lease")
         }
     }
 }
