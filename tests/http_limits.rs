@@ -28,6 +28,7 @@ async fn fetch_refuses_repeated_partitions_and_too_many_entries() {
     let (st, v) = fetch(&api, json!([e("p0"), e("p1"), e("p0")])).await;
     assert_eq!((st, &v["code"]), (400, &json!("duplicate_entry")), "{v}");
     assert!(v["error"].as_str().unwrap().contains("entries[2]"), "{v}");
+    assert_eq!(api.metric("baton_http_errors_total{status=\"400\",code=\"duplicate_entry\"}").await, 1.0);
     // Omitted and named Default are the same partition.
     let (st, v) =
         fetch(&api, json!([{"queue": "fq", "offset": 0}, {"queue": "fq", "partition": "Default", "offset": 1}])).await;
@@ -83,6 +84,7 @@ async fn fetch_answer_is_capped_whatever_max_bytes_asks() {
         assert!(bytes <= CAP, "an answer carried {bytes} payload bytes, past the {CAP}-byte cap");
     }
     assert_eq!(seen, [(0..8).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>()]);
+    assert!(api.metric("baton_http_fetch_clamped_total").await >= 1.0, "the clamp is counted");
     // A batch larger than the cap still comes out, alone, so a reader gets past it.
     let (st, v) = api
         .post("/api/v1/push", json!({"items": [{"queue": "big", "partition": "c", "payload": "y".repeat(40_000)}]}))
@@ -116,6 +118,7 @@ async fn ack_error_text_is_cut_to_the_bound() {
     let lens: Vec<usize> = errors.iter().map(|e| e.len()).collect();
     assert!(errors[0] == "e".repeat(4096), "cut to --max-ack-error-bytes (4096 by default); lengths {lens:?}");
     assert!(errors[1] == "é".repeat(2048), "cut at a character boundary; lengths {lens:?}");
+    assert_eq!(api.metric("baton_http_ack_error_cut_total").await, 2.0);
 }
 
 /// Every file under `dir` whose bytes contain `needle`, with the position.

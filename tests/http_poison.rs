@@ -81,6 +81,8 @@ async fn unrenderable_json_is_refused_at_every_way_in() {
         let got = api.post("/api/v1/timers", timer).await;
         assert_bad_payload(&got, p);
     }
+    let refused = api.metric("baton_http_errors_total{status=\"400\",code=\"bad_payload\"}").await;
+    assert_eq!(refused, (poisons.len() * 4) as f64, "every refusal is counted");
     // Nothing of it was stored, and a payload at the bound is fine.
     assert_eq!(api.get("/api/v1/resources/queues/pq").await.0, 404);
     let (st, v) =

@@ -286,6 +286,7 @@ pub(crate) fn truncate(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
     }
+    crate::metrics::ACK_ERROR_CUT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut end = max;
     while !s.is_char_boundary(end) {
         end -= 1;

@@ -5,6 +5,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use baton_core::{CoreError, ErrorKind};
+use std::collections::BTreeMap;
+use std::sync::{LazyLock, Mutex};
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -35,8 +37,22 @@ impl From<CoreError> for ApiError {
     }
 }
 
+/// Error answers by (status, code), for /metrics, so a client hitting a bound
+/// shows there. Process-wide: an answer is made where the app state is not at
+/// hand (`IntoResponse`, the listener). Error answers are not the hot path.
+static ANSWERED: LazyLock<Mutex<BTreeMap<(u16, &'static str), u64>>> = LazyLock::new(Default::default);
+
+pub(crate) fn count(status: u16, code: &'static str) {
+    *ANSWERED.lock().unwrap_or_else(|e| e.into_inner()).entry((status, code)).or_default() += 1;
+}
+
+pub(crate) fn answered() -> Vec<((u16, &'static str), u64)> {
+    ANSWERED.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, v)| (*k, *v)).collect()
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        count(self.status.as_u16(), self.code);
         (self.status, Json(serde_json::json!({ "error": self.message, "code": self.code }))).into_response()
     }
 }

@@ -98,6 +98,9 @@ pub async fn fetch(State(app): State<App>, JsonBody(body): JsonBody<FetchBody>) 
     let budget = app.cfg.fetch_max_bytes;
     let share = (budget / n as u64).max(1);
     let default_max = body.max_bytes.unwrap_or(DEFAULT_ENTRY_BYTES);
+    if body.entries.iter().any(|e| e.max_bytes.unwrap_or(default_max) > share) {
+        crate::metrics::FETCH_CLAMPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     let reqs = body
         .entries
         .iter()

@@ -331,7 +331,8 @@ impl Tracked {
     /// Takes `buf` as written when it is one of hyper's error answers.
     fn take_rewrite(&mut self, buf: &[u8]) -> bool {
         match rewrite(buf) {
-            Some(b) => {
+            Some((status, code, b)) => {
+                crate::error::count(status, code);
                 self.pending = b;
                 self.at = 0;
                 true
@@ -400,7 +401,7 @@ impl AsyncWrite for Tracked {
 /// body: `HTTP/1.1 400 Bad Request`, `connection: close`, `content-length: 0`.
 /// Every answer of the routes to an error has a JSON body, so an error head
 /// with an empty body, written alone, is one of hyper's: give it the body.
-fn rewrite(buf: &[u8]) -> Option<Vec<u8>> {
+fn rewrite(buf: &[u8]) -> Option<(u16, &'static str, Vec<u8>)> {
     if buf.len() > 1024 || !(buf.starts_with(b"HTTP/1.1 4") || buf.starts_with(b"HTTP/1.1 5")) {
         return None;
     }
@@ -408,10 +409,11 @@ fn rewrite(buf: &[u8]) -> Option<Vec<u8>> {
     if head.contains("\r\n\r\n") || !head.contains("\r\ncontent-length: 0") {
         return None;
     }
-    let (code, error) = match head.get(9..12)? {
-        "400" => ("bad_request", "the request line or a header is not valid HTTP/1.1"),
-        "431" => ("headers_too_large", "the request has more than 100 headers, or its head is too large"),
-        "414" => ("uri_too_long", "the request target is too long"),
+    let status: u16 = head.get(9..12)?.parse().ok()?;
+    let (code, error) = match status {
+        400 => ("bad_request", "the request line or a header is not valid HTTP/1.1"),
+        431 => ("headers_too_large", "the request has more than 100 headers, or its head is too large"),
+        414 => ("uri_too_long", "the request target is too long"),
         _ => ("http_error", "the HTTP layer refused the request"),
     };
     let body = serde_json::json!({ "error": error, "code": code }).to_string();
@@ -421,7 +423,7 @@ fn rewrite(buf: &[u8]) -> Option<Vec<u8>> {
         out.push_str("\r\n");
     }
     out.push_str(&format!("content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len()));
-    Some(out.into_bytes())
+    Some((status, code, out.into_bytes()))
 }
 
 #[cfg(test)]
@@ -431,14 +433,16 @@ mod tests {
     #[test]
     fn only_hypers_bodyless_error_heads_are_rewritten() {
         let hyper400 = b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\ndate: x\r\n\r\n";
-        let out = String::from_utf8(rewrite(hyper400).unwrap()).unwrap();
+        let (status, code, out) = rewrite(hyper400).unwrap();
+        assert_eq!((status, code), (400, "bad_request"));
+        let out = String::from_utf8(out).unwrap();
         assert!(out.starts_with("HTTP/1.1 400 Bad Request\r\nconnection: close\r\ndate: x\r\n"), "{out}");
         let (head, body) = out.split_once("\r\n\r\n").unwrap();
         assert!(head.contains(&format!("content-length: {}", body.len())), "{out}");
         let v: serde_json::Value = serde_json::from_str(body).unwrap();
         assert_eq!(v["code"], "bad_request");
         let h431 = b"HTTP/1.1 431 Request Header Fields Too Large\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
-        assert!(String::from_utf8(rewrite(h431).unwrap()).unwrap().contains("headers_too_large"));
+        assert!(String::from_utf8(rewrite(h431).unwrap().2).unwrap().contains("headers_too_large"));
         // Answers of the routes: a body, or not an error, or more than a head.
         assert!(rewrite(b"HTTP/1.1 404 Not Found\r\ncontent-length: 10\r\n\r\n").is_none());
         assert!(rewrite(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n").is_none());
