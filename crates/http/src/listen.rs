@@ -164,9 +164,10 @@ async fn refuse(mut tcp: TcpStream, max: usize, stats: Arc<ConnStats>) {
     stats.refusing.fetch_sub(1, Relaxed);
 }
 
-/// Read and throw away until EOF or `max` bytes.
+/// Read and throw away until EOF or `max` bytes. A small buffer: every
+/// closing connection holds one while its client takes its time.
 async fn discard<R: AsyncRead + Unpin>(r: &mut R, max: u64) -> io::Result<()> {
-    let mut buf = vec![0u8; 64 << 10];
+    let mut buf = vec![0u8; 4 << 10];
     let mut seen = 0u64;
     while seen < max {
         let n = r.read(&mut buf).await?;
