@@ -20,6 +20,7 @@ pub struct Server {
     pub dir: PathBuf,
     _tmp: Option<tempfile::TempDir>,
     args: Vec<String>,
+    envs: Vec<(String, String)>,
 }
 
 impl Server {
@@ -38,6 +39,7 @@ impl Server {
             dir,
             _tmp: Some(tmp),
             args: args.iter().map(|s| s.to_string()).collect(),
+            envs: Vec::new(),
         };
         s.spawn();
         s
@@ -52,6 +54,7 @@ impl Server {
             .arg("--data-dir")
             .arg(&self.dir)
             .args(&self.args)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
@@ -220,5 +223,26 @@ impl Server {
     /// Add `serve` flags for the next (re)start.
     pub fn add_args(&mut self, args: &[&str]) {
         self.args.extend(args.iter().map(|s| s.to_string()));
+    }
+}
+
+// ---- Environment helpers (appended for tests/http_limits.rs). ----
+
+impl Server {
+    /// Start with `BATON_*` settings given as environment variables, as a
+    /// deployment would; a binary that does not know one starts anyway.
+    pub fn start_env(envs: &[(&str, &str)]) -> Server {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path().join("data");
+        let mut s = Server {
+            child: None,
+            port: free_port(),
+            dir,
+            _tmp: Some(tmp),
+            args: Vec::new(),
+            envs: envs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        };
+        s.spawn();
+        s
     }
 }

@@ -3,7 +3,8 @@
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
-use crate::render::{iso_ms, iso_us, parse_iso, payload_json, read_records};
+use crate::payload::payload_json;
+use crate::render::{iso_ms, iso_us, parse_iso, read_records};
 use crate::App;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -263,7 +264,12 @@ pub async fn message(State(app): State<App>, Path((pid, txid)): Path<(String, St
     let rec = read_records(std::slice::from_ref(&span), |_| true)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?
         .into_iter()
-        .find(|r| r.txid.as_deref() == Some(txid.as_str()))
+        // A record without a transaction id (a Kafka producer's) is named
+        // `<partition>-<offset>`, as a pop shows it and the index hashed it.
+        .find(|r| match &r.txid {
+            Some(t) => *t == txid,
+            None => txid == format!("{partition}-{}", r.offset),
+        })
         .ok_or_else(not_found)?;
     Ok(Json(json!({
         "id": baton_core::message_uuid(part, rec.offset).to_string(),

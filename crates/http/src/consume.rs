@@ -1,4 +1,4 @@
-//! Pop (with long poll), ack, lease extend and fetch.
+//! Pop (with long poll), ack and lease extend.
 //!
 //! A long poll waits on the queue's notifier, which the engine fires after a
 //! push to that queue is durable or a lease is released; it never spins on a
@@ -6,15 +6,16 @@
 
 use crate::body::{JsonBody, OptionalJson};
 use crate::error::ApiError;
-use crate::render::{iso_ms, iso_us, parse_iso, payload_json, read_records};
+use crate::payload::payload_json;
+use crate::render::{iso_ms, iso_us, parse_iso, read_records};
 use crate::App;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use baton_core::{
-    message_uuid, parse_lease_uuid, parse_partition_uuid, partition_uuid, AckItem, AckStatus, ErrorKind, FetchRequest,
-    PopRequest, PopResult, QUEUE_MODE,
+    message_uuid, parse_lease_uuid, parse_partition_uuid, partition_uuid, AckItem, AckStatus, ErrorKind, PopRequest,
+    PopResult, QUEUE_MODE,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -89,7 +90,16 @@ async fn pop(
         tokio::pin!(woken);
         woken.as_mut().enable();
         match app.engine.pop(req.clone()).await {
-            Ok(Some(r)) => return render_pop(r),
+            Ok(Some(r)) => {
+                let lease = r.lease.map(|l| (l, r.part, r.group.clone(), r.messages.first().map(|m| m.0)));
+                return match (render_pop(r), lease) {
+                    (Err(e), Some(lease)) => {
+                        release(&app, lease, &e).await;
+                        Err(e)
+                    }
+                    (answer, _) => answer,
+                };
+            }
             Ok(None) => {}
             // A consumer may start before its queue exists: that is "nothing yet".
             Err(e) if e.kind == ErrorKind::NotFound => {}
@@ -103,6 +113,32 @@ async fn pop(
             // One last look at the deadline: a lease may have expired without a wake-up reaching us.
             _ = tokio::time::sleep_until(deadline) => {}
             _ = app.shutdown.triggered() => return Ok(StatusCode::NO_CONTENT.into_response()),
+        }
+    }
+}
+
+/// The planner leased messages this answer could not show (their stored
+/// bytes could not be read): release the lease, so they are delivered again
+/// now rather than when it expires, and without charging their retry budget
+/// (`retry`): the failure is the server's, not the consumer's. An autoAck pop
+/// has no lease; its messages stay settled.
+async fn release(app: &App, lease: (baton_core::LeaseId, baton_core::PartId, String, Option<u64>), why: &ApiError) {
+    let (lease, part, group, Some(offset)) = lease else { return };
+    let item = AckItem {
+        part,
+        txid: None,
+        offset: Some(offset),
+        lease: Some(lease),
+        status: AckStatus::Retry,
+        error: Some(truncate(&why.message, app.cfg.max_ack_error_bytes).to_string()),
+    };
+    let group = Some(group).filter(|g| g != QUEUE_MODE);
+    match app.engine.ack(group, vec![item]).await {
+        Ok(r) if r.iter().all(|x| x.is_ok()) => {
+            tracing::warn!(error = %why.message, "a pop could not read its messages; its lease is released")
+        }
+        other => {
+            tracing::warn!(error = %why.message, release = ?other, "a pop could not read its messages nor release its lease")
         }
     }
 }
@@ -215,7 +251,8 @@ pub struct AckBatchBody {
     consumer_group: Option<String>,
 }
 
-pub(crate) fn ack_item(i: usize, a: &AckBody) -> Result<AckItem, ApiError> {
+/// `max_error` bounds the kept `error` text (`--max-ack-error-bytes`).
+pub(crate) fn ack_item(i: usize, a: &AckBody, max_error: usize) -> Result<AckItem, ApiError> {
     let pid = a
         .partition_id
         .as_deref()
@@ -237,7 +274,24 @@ pub(crate) fn ack_item(i: usize, a: &AckBody) -> Result<AckItem, ApiError> {
         Some(s) => AckStatus::parse(s)
             .ok_or_else(|| ApiError::bad("invalid_status", format!("ack {i}: unknown status {s:?}")))?,
     };
-    Ok(AckItem { part, txid: a.transaction_id.clone(), offset: a.offset, lease, status, error: a.error.clone() })
+    let error = a.error.as_deref().map(|e| truncate(e, max_error).to_string());
+    Ok(AckItem { part, txid: a.transaction_id.clone(), offset: a.offset, lease, status, error })
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a character
+/// boundary. An ack's error text is kept (DLQ view) only to explain a failure:
+/// cutting it is better than refusing the ack, which would leave the message
+/// leased and redelivered because its consumer's exception text was long.
+pub(crate) fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    crate::metrics::ACK_ERROR_CUT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 /// One ack's answer (Queen reads `success` and `error`).
@@ -256,7 +310,8 @@ async fn do_ack(app: &App, group: Option<String>, acks: &[AckBody]) -> Result<Ve
     if acks.is_empty() {
         return Err(ApiError::bad("empty_items", "acknowledgments must hold at least one item"));
     }
-    let items = acks.iter().enumerate().map(|(i, a)| ack_item(i, a)).collect::<Result<Vec<_>, _>>()?;
+    let max_error = app.cfg.max_ack_error_bytes;
+    let items = acks.iter().enumerate().map(|(i, a)| ack_item(i, a, max_error)).collect::<Result<Vec<_>, _>>()?;
     let group = group.filter(|g| !g.is_empty() && g != QUEUE_MODE);
     let res = app.engine.ack(group, items).await?;
     Ok(res
@@ -316,54 +371,13 @@ pub async fn extend(
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FetchBody {
-    entries: Vec<FetchEntry>,
-    max_bytes: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct FetchEntry {
-    queue: String,
-    partition: Option<String>,
-    offset: u64,
-    max_bytes: Option<u64>,
-}
-
-pub async fn fetch(State(app): State<App>, JsonBody(body): JsonBody<FetchBody>) -> Result<Response, ApiError> {
-    if body.entries.is_empty() || body.entries.len() > 1000 {
-        return Err(ApiError::bad("invalid_entries", "entries must hold 1 to 1000 items"));
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn truncate_keeps_whole_characters() {
+        assert_eq!(super::truncate("abc", 3), "abc");
+        assert_eq!(super::truncate("abcd", 3), "abc");
+        assert_eq!(super::truncate("aé", 2), "a", "é is two bytes: not cut in half");
+        assert_eq!(super::truncate("", 0), "");
     }
-    let default_max = body.max_bytes.unwrap_or(1 << 20);
-    let reqs = body
-        .entries
-        .iter()
-        .map(|e| FetchRequest {
-            queue: e.queue.clone(),
-            partition: e.partition.clone().unwrap_or_else(|| baton_core::DEFAULT_PARTITION.into()),
-            offset: e.offset,
-            max_bytes: e.max_bytes.unwrap_or(default_max),
-        })
-        .collect();
-    let results = app.engine.fetch(reqs).await?;
-    let mut entries = Vec::new();
-    for r in results {
-        let recs = read_records(&r.spans, |o| o >= r.from_offset && o < r.high_watermark)
-            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?;
-        let records: Vec<_> = recs
-            .iter()
-            .map(|m| json!({"offset": m.offset, "transactionId": m.txid, "payload": payload_json(m.value.as_deref()), "ts": m.timestamp_ms}))
-            .collect();
-        let error = r.error.map(|e| match e.code {
-            "offset_out_of_range" => "OFFSET_OUT_OF_RANGE",
-            _ => "UNKNOWN_TOPIC_OR_PARTITION",
-        });
-        entries.push(json!({
-            "queue": r.queue, "partition": r.partition, "records": records,
-            "highWatermark": r.high_watermark, "logStartOffset": r.log_start, "error": error,
-        }));
-    }
-    Ok(Json(json!({ "entries": entries })).into_response())
 }

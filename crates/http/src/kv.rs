@@ -45,12 +45,18 @@ pub struct KvBody {
     operations: Vec<KvOpJson>,
 }
 
-pub fn kv_op(i: usize, o: KvOpJson) -> Result<KvOp, ApiError> {
+/// `max_depth` bounds a stored value's nesting (`--max-payload-depth`).
+pub fn kv_op(i: usize, o: KvOpJson, max_depth: u32) -> Result<KvOp, ApiError> {
     let need = |v: Option<String>, f: &str| {
         v.ok_or_else(|| ApiError::bad("missing_field", format!("kv op {i}: {f} is required")))
     };
     let ttl = o.ttl_seconds.filter(|t| *t > 0);
-    let value = |v: Option<Box<RawValue>>| v.map(|r| r.get().to_string()).unwrap_or_else(|| "null".into());
+    let value = |v: Option<Box<RawValue>>| -> Result<String, ApiError> {
+        let Some(r) = v else { return Ok("null".into()) };
+        crate::payload::check(r.get(), max_depth)
+            .map_err(|e| ApiError::bad("bad_payload", format!("kv op {i}: value: {e}")))?;
+        Ok(r.get().to_string())
+    };
     Ok(match o.op.as_str() {
         "get" => KvOp::Get { ns: o.ns, key: need(o.key, "key")? },
         "getMany" => KvOp::GetMany {
@@ -67,7 +73,7 @@ pub fn kv_op(i: usize, o: KvOpJson) -> Result<KvOp, ApiError> {
         "put" => KvOp::Put {
             ns: o.ns,
             key: need(o.key, "key")?,
-            value: value(o.value),
+            value: value(o.value)?,
             ttl_secs: ttl,
             expect: o.expect,
             required: o.required,
@@ -75,7 +81,7 @@ pub fn kv_op(i: usize, o: KvOpJson) -> Result<KvOp, ApiError> {
         "putIfAbsent" => KvOp::PutIfAbsent {
             ns: o.ns,
             key: need(o.key, "key")?,
-            value: value(o.value),
+            value: value(o.value)?,
             ttl_secs: ttl,
             required: o.required,
         },
@@ -100,8 +106,7 @@ pub fn kv_op(i: usize, o: KvOpJson) -> Result<KvOp, ApiError> {
 }
 
 fn raw(v: &str) -> Box<RawValue> {
-    RawValue::from_string(v.to_string())
-        .unwrap_or_else(|_| serde_json::value::to_raw_value(v).expect("a string is JSON"))
+    crate::payload::text_json(v)
 }
 
 fn row_json(r: &KvRow) -> Value {
@@ -142,7 +147,9 @@ pub async fn kv(State(app): State<App>, JsonBody(body): JsonBody<KvBody>) -> Res
     if body.operations.is_empty() {
         return Err(ApiError::bad("empty_operations", "operations must hold at least one op"));
     }
-    let ops = body.operations.into_iter().enumerate().map(|(i, o)| kv_op(i, o)).collect::<Result<Vec<_>, _>>()?;
+    let depth = app.cfg.max_payload_depth;
+    let ops =
+        body.operations.into_iter().enumerate().map(|(i, o)| kv_op(i, o, depth)).collect::<Result<Vec<_>, _>>()?;
     let n = ops.len();
     match app.engine.kv(ops).await? {
         Ok(results) => {
@@ -185,7 +192,8 @@ pub struct TimersBody {
     operations: Vec<TimerOpJson>,
 }
 
-pub fn timer_op(i: usize, o: TimerOpJson) -> Result<TimerOp, ApiError> {
+/// `max_depth` bounds the payload's nesting (`--max-payload-depth`).
+pub fn timer_op(i: usize, o: TimerOpJson, max_depth: u32) -> Result<TimerOp, ApiError> {
     if o.payload_zstd {
         return Err(ApiError::bad("unsupported", format!("timer op {i}: payloadZstd is not supported")));
     }
@@ -201,6 +209,9 @@ pub fn timer_op(i: usize, o: TimerOpJson) -> Result<TimerOp, ApiError> {
                 String::from_utf8(bytes).ok().filter(|s| serde_json::from_str::<&RawValue>(s).is_ok()).ok_or_else(
                     || ApiError::bad("invalid_payload", format!("timer op {i}: payload must be base64 of JSON")),
                 )?;
+            // Fired, the payload is pushed: it passes the push's check now, not when it fires.
+            crate::payload::check(&payload, max_depth)
+                .map_err(|e| ApiError::bad("bad_payload", format!("timer op {i}: payload: {e}")))?;
             TimerOp::Schedule {
                 queue: o.queue,
                 key: o.timer_key,
@@ -225,7 +236,9 @@ pub async fn timers(State(app): State<App>, JsonBody(body): JsonBody<TimersBody>
     if body.operations.is_empty() {
         return Err(ApiError::bad("empty_operations", "operations must hold at least one op"));
     }
-    let ops = body.operations.into_iter().enumerate().map(|(i, o)| timer_op(i, o)).collect::<Result<Vec<_>, _>>()?;
+    let depth = app.cfg.max_payload_depth;
+    let ops =
+        body.operations.into_iter().enumerate().map(|(i, o)| timer_op(i, o, depth)).collect::<Result<Vec<_>, _>>()?;
     let res = app.engine.timers(ops).await?;
     Ok(Json(json!({"results": res.iter().map(timer_result_json).collect::<Vec<_>>()})).into_response())
 }

@@ -9,8 +9,11 @@ mod admin;
 mod body;
 mod consume;
 mod error;
+mod fetch;
 mod kv;
+mod listen;
 mod metrics;
+mod payload;
 mod push;
 mod render;
 mod timing;
@@ -22,6 +25,12 @@ use baton_core::Engine;
 use std::sync::Arc;
 
 pub use error::ApiError;
+pub use fetch::{DEFAULT_MAX_BYTES as DEFAULT_FETCH_MAX_BYTES, DEFAULT_MAX_ENTRIES as DEFAULT_FETCH_MAX_ENTRIES};
+pub use listen::{ConnConfig, ConnStats};
+
+/// Default of `--max-ack-error-bytes`.
+pub const DEFAULT_MAX_ACK_ERROR_BYTES: usize = 4096;
+pub use payload::{DEFAULT_MAX_DEPTH as DEFAULT_PAYLOAD_DEPTH, MAX_RENDER_DEPTH as MAX_PAYLOAD_DEPTH};
 
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
@@ -29,10 +38,24 @@ pub struct HttpConfig {
     pub max_body_bytes: usize,
     /// Largest single message payload accepted (413 past it).
     pub max_payload_bytes: usize,
+    /// Deepest nesting of arrays and objects in a stored JSON value (400
+    /// `bad_payload` past it); at most [`MAX_PAYLOAD_DEPTH`].
+    pub max_payload_depth: u32,
+    /// Most stored bytes one `/api/v1/fetch` answer carries, all entries
+    /// together (a larger `maxBytes` is clamped to it).
+    pub fetch_max_bytes: u64,
+    /// Most entries in one `/api/v1/fetch` (400 `invalid_entries` past it).
+    pub fetch_max_entries: usize,
+    /// Longest ack `error` text kept (for the DLQ view); longer is cut.
+    pub max_ack_error_bytes: usize,
     /// Batch size when the client leaves it to the server (Queen's autopilot).
     pub default_batch: u32,
     /// Longest long poll honoured, whatever the client asks.
     pub max_wait_ms: u64,
+    /// Bounds of the listener's connections (idle timeout, cap, lingering close).
+    pub conn: ConnConfig,
+    /// The listener's counters, shown by /metrics.
+    pub conn_stats: Arc<ConnStats>,
     /// More Prometheus text for /metrics from outside this crate (the Kafka
     /// listener's counters), so neither crate depends on the other.
     pub extra_metrics: Option<ExtraMetrics>,
@@ -43,8 +66,14 @@ impl Default for HttpConfig {
         HttpConfig {
             max_body_bytes: 16 << 20,
             max_payload_bytes: 1 << 20,
+            max_payload_depth: payload::DEFAULT_MAX_DEPTH,
+            fetch_max_bytes: fetch::DEFAULT_MAX_BYTES,
+            fetch_max_entries: fetch::DEFAULT_MAX_ENTRIES,
+            max_ack_error_bytes: DEFAULT_MAX_ACK_ERROR_BYTES,
             default_batch: 100,
             max_wait_ms: 60_000,
+            conn: ConnConfig::default(),
+            conn_stats: Arc::default(),
             extra_metrics: None,
         }
     }
@@ -110,6 +139,25 @@ pub(crate) fn check_seconds(code: &'static str, what: &str, v: Option<u64>) -> R
     }
 }
 
+/// Serve the API on `listener` until `stop` resolves, then trigger
+/// `shutdown` (open long polls answer at once) and wait for the requests in
+/// flight.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    engine: Engine,
+    cfg: HttpConfig,
+    shutdown: Shutdown,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let (conn, stats) = (cfg.conn.clone(), cfg.conn_stats.clone());
+    let router = router_with_shutdown(engine, cfg, shutdown.clone());
+    listen::serve(listener, router, conn, stats, async move {
+        stop.await;
+        shutdown.trigger();
+    })
+    .await
+}
+
 pub fn router(engine: Engine, cfg: HttpConfig) -> Router {
     router_with_shutdown(engine, cfg, Shutdown::default())
 }
@@ -128,7 +176,7 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
         .route("/api/v1/ack", post(consume::ack_one))
         .route("/api/v1/ack/batch", post(consume::ack_batch))
         .route("/api/v1/lease/{lease}/extend", post(consume::extend))
-        .route("/api/v1/fetch", post(consume::fetch))
+        .route("/api/v1/fetch", post(fetch::fetch))
         .route("/api/v1/transaction", post(txn::transaction))
         .route("/api/v1/kv", post(kv::kv))
         .route("/api/v1/timers", post(kv::timers))
@@ -150,5 +198,6 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
         .fallback(error::not_found)
         // axum's own 405 has an empty body; clients read `{error, code}`.
         .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(axum::middleware::from_fn(error::json_errors))
         .with_state(state)
 }

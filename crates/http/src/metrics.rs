@@ -9,7 +9,11 @@ use axum::response::{IntoResponse, Response};
 use baton_core::QueryResult;
 use baton_log::Histogram;
 use std::fmt::Write;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Bounds hit without an error answer (process-wide, like the error counts).
+pub(crate) static FETCH_CLAMPED: AtomicU64 = AtomicU64::new(0);
+pub(crate) static ACK_ERROR_CUT: AtomicU64 = AtomicU64::new(0);
 
 fn histogram(out: &mut String, name: &str, help: &str, h: &Histogram) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
@@ -118,6 +122,42 @@ pub async fn prometheus(State(app): State<App>) -> Response {
             );
         }
     }
+    let cs = &app.cfg.conn_stats;
+    let _ = writeln!(out, "# HELP baton_http_connections_open HTTP connections open now.\n# TYPE baton_http_connections_open gauge\nbaton_http_connections_open {}", cs.open.load(Relaxed));
+    counter(
+        &mut out,
+        "baton_http_connections_refused_total",
+        "HTTP connections answered 503 too_many_connections (--http-max-connections).",
+        cs.refused.load(Relaxed),
+    );
+    counter(
+        &mut out,
+        "baton_http_connections_idle_closed_total",
+        "HTTP connections closed after --http-idle-timeout-secs without a request.",
+        cs.idle_closed.load(Relaxed),
+    );
+    counter(
+        &mut out,
+        "baton_http_accept_errors_total",
+        "Failed accepts of HTTP connections (EMFILE and the like; the listener backs off and goes on).",
+        cs.accept_errors.load(Relaxed),
+    );
+    let _ = writeln!(out, "# HELP baton_http_errors_total Error answers of the HTTP API by status and code (each bound's refusal has its own code).\n# TYPE baton_http_errors_total counter");
+    for ((status, code), n) in crate::error::answered() {
+        let _ = writeln!(out, "baton_http_errors_total{{status=\"{status}\",code=\"{code}\"}} {n}");
+    }
+    counter(
+        &mut out,
+        "baton_http_fetch_clamped_total",
+        "Fetches that asked for more bytes than an entry's share of --http-fetch-max-bytes.",
+        FETCH_CLAMPED.load(Relaxed),
+    );
+    counter(
+        &mut out,
+        "baton_http_ack_error_cut_total",
+        "Ack error texts cut to --max-ack-error-bytes.",
+        ACK_ERROR_CUT.load(Relaxed),
+    );
     request_times(&mut out, &app);
     if let Some(extra) = &app.cfg.extra_metrics {
         (extra.0)(&mut out);

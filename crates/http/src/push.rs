@@ -140,6 +140,8 @@ pub(crate) fn build_groups(app: &App, items: Vec<PushItem<'_>>) -> Result<Vec<Pu
             .payload
             .or(it.data)
             .ok_or_else(|| ApiError::bad("missing_field", format!("items[{i}] has no payload")))?;
+        crate::payload::check(payload.get(), app.cfg.max_payload_depth)
+            .map_err(|e| ApiError::bad("bad_payload", format!("items[{i}].payload: {e}")))?;
         let bytes = payload.get().as_bytes();
         if bytes.len() > max {
             return Err(ApiError::new(

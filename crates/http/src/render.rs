@@ -1,10 +1,8 @@
-//! Turning stored records into Queen's JSON shapes: times as ISO-8601, values
-//! as the JSON they were pushed as (or a string when a Kafka producer wrote
-//! something that is not JSON).
+//! Reading stored records for the JSON views: times as ISO-8601 and the
+//! batch cache. Values are shown by `payload::payload_json`.
 
 use baton_core::store::ReadSpan;
 use baton_wire::{Checked, StoredRecord};
-use serde_json::value::RawValue;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -80,20 +78,6 @@ pub fn read_records(spans: &[ReadSpan], want: impl Fn(u64) -> bool) -> Result<Ve
     Ok(out)
 }
 
-/// The payload as JSON: stored JSON as is, other bytes as a JSON string.
-pub fn payload_json(value: Option<&[u8]>) -> Box<RawValue> {
-    let Some(v) = value else {
-        return RawValue::from_string("null".into()).expect("null is JSON");
-    };
-    if let Ok(s) = std::str::from_utf8(v) {
-        if let Ok(raw) = serde_json::from_str::<Box<RawValue>>(s) {
-            return raw;
-        }
-        return serde_json::value::to_raw_value(s).expect("a string is JSON");
-    }
-    serde_json::value::to_raw_value(&String::from_utf8_lossy(v)).expect("a string is JSON")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,12 +88,5 @@ mod tests {
         assert_eq!(s, "2023-11-14T22:13:20.123Z");
         assert_eq!(parse_iso(&s), Some(1_700_000_000_123_000));
         assert_eq!(parse_iso("yesterday"), None);
-    }
-
-    #[test]
-    fn payloads_stay_json() {
-        assert_eq!(payload_json(Some(b"{\"a\":1}")).get(), "{\"a\":1}");
-        assert_eq!(payload_json(Some(b"plain text")).get(), "\"plain text\"");
-        assert_eq!(payload_json(None).get(), "null");
     }
 }

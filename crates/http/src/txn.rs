@@ -110,7 +110,7 @@ pub async fn transaction(State(app): State<App>, RawBody(raw): RawBody) -> Resul
     for (i, op) in body.operations.into_iter().enumerate() {
         match op.kind.as_ref() {
             "ack" => {
-                let item = ack_item(i, &op.ack)?;
+                let item = ack_item(i, &op.ack, app.cfg.max_ack_error_bytes)?;
                 req.acks.push(TxnAck { index: flat, group: op.ack.consumer_group, item });
                 flat += 1;
             }
@@ -151,13 +151,19 @@ pub async fn transaction(State(app): State<App>, RawBody(raw): RawBody) -> Resul
         req.pushes = groups;
     }
     req.flat_len = flat;
-    req.kv = body.kv.unwrap_or_default().into_iter().enumerate().map(|(i, o)| kv_op(i, o)).collect::<Result<_, _>>()?;
+    req.kv = body
+        .kv
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, o)| kv_op(i, o, app.cfg.max_payload_depth))
+        .collect::<Result<_, _>>()?;
     req.timers = body
         .timers
         .unwrap_or_default()
         .into_iter()
         .enumerate()
-        .map(|(i, o)| timer_op(i, o))
+        .map(|(i, o)| timer_op(i, o, app.cfg.max_payload_depth))
         .collect::<Result<_, _>>()?;
     baton_core::kv::validate(&req.kv)?;
     baton_core::timers::validate(&req.timers)?;

@@ -1,7 +1,6 @@
 //! Wiring only: configuration, start-up, signals and shutdown. Owns no
 //! behaviour of its own; everything it starts lives in a lower crate.
 
-use axum::serve::ListenerExt;
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -47,9 +46,44 @@ pub struct ServeArgs {
     /// Largest single message payload accepted; larger payloads get 413.
     #[arg(long, env = "BATON_MAX_PAYLOAD_BYTES", default_value_t = 1 << 20)]
     pub max_payload_bytes: usize,
+    /// Deepest nesting of arrays and objects in a JSON value the HTTP API stores (push
+    /// payloads, KV values, timer payloads); deeper ones get 400 `bad_payload`. At most 127,
+    /// the deepest a JSON value can be that serde_json turns into a tree again.
+    #[arg(long, env = "BATON_MAX_PAYLOAD_DEPTH", default_value_t = baton_http::DEFAULT_PAYLOAD_DEPTH,
+          value_parser = clap::value_parser!(u32).range(1..=baton_http::MAX_PAYLOAD_DEPTH as i64))]
+    pub max_payload_depth: u32,
+    /// Most stored bytes one HTTP `/api/v1/fetch` answer carries, all its entries together;
+    /// a request's larger `maxBytes` is clamped to it (as Kafka's fetch.max.bytes), and the
+    /// entries share it. Past it only the answer's first batch is given, so a reader always
+    /// gets past a batch larger than this.
+    #[arg(long, env = "BATON_HTTP_FETCH_MAX_BYTES", default_value_t = baton_http::DEFAULT_FETCH_MAX_BYTES)]
+    pub http_fetch_max_bytes: u64,
+    /// Most entries (partitions) in one HTTP `/api/v1/fetch`; more get 400 `invalid_entries`.
+    #[arg(long, env = "BATON_HTTP_FETCH_MAX_ENTRIES", default_value_t = baton_http::DEFAULT_FETCH_MAX_ENTRIES)]
+    pub http_fetch_max_entries: usize,
+    /// Longest `error` text of an ack that is kept (shown by the DLQ view); a longer one is
+    /// cut to this many bytes (at a character boundary), the ack itself still counts.
+    #[arg(long, env = "BATON_MAX_ACK_ERROR_BYTES", default_value_t = baton_http::DEFAULT_MAX_ACK_ERROR_BYTES)]
+    pub max_ack_error_bytes: usize,
     /// Messages per pop when the client does not say (Queen's autopilot).
     #[arg(long, env = "BATON_DEFAULT_BATCH", default_value_t = 100)]
     pub default_batch: u32,
+    /// An HTTP connection with no request in progress (a long poll is one) and no byte read
+    /// or written for this many seconds is closed.
+    #[arg(long, env = "BATON_HTTP_IDLE_TIMEOUT_SECS", default_value_t = 60)]
+    pub http_idle_timeout_secs: u64,
+    /// Most HTTP connections open at once; past it a new connection is answered 503
+    /// `too_many_connections` and closed.
+    #[arg(long, env = "BATON_HTTP_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub http_max_connections: usize,
+    /// Before an HTTP connection closes, what the client still sends (the rest of a body the
+    /// server refused) is read and thrown away for up to this many seconds, so the client
+    /// reads the answer instead of a reset.
+    #[arg(long, env = "BATON_HTTP_LINGER_SECS", default_value_t = 5)]
+    pub http_linger_secs: u64,
+    /// Most bytes read that way before the connection closes anyway.
+    #[arg(long, env = "BATON_HTTP_LINGER_BYTES", default_value_t = 64 << 20)]
+    pub http_linger_bytes: u64,
     /// Address of the Kafka wire-protocol listener [default: 127.0.0.1:9092].
     /// Given explicitly, failing to bind it stops start-up; left to the
     /// default, a busy 9092 only logs a warning and HTTP serves alone.
@@ -139,6 +173,16 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     let mut http = baton_http::HttpConfig {
         max_body_bytes: a.max_body_bytes,
         max_payload_bytes: a.max_payload_bytes,
+        max_payload_depth: a.max_payload_depth,
+        fetch_max_bytes: a.http_fetch_max_bytes.max(1),
+        fetch_max_entries: a.http_fetch_max_entries.max(1),
+        max_ack_error_bytes: a.max_ack_error_bytes,
+        conn: baton_http::ConnConfig {
+            idle_timeout: Duration::from_secs(a.http_idle_timeout_secs.max(1)),
+            max_connections: a.http_max_connections.max(1),
+            linger: Duration::from_secs(a.http_linger_secs),
+            linger_bytes: a.http_linger_bytes,
+        },
         default_batch: a.default_batch.max(1),
         ..Default::default()
     };
@@ -151,27 +195,12 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
             let stats = stats.clone();
             http.extra_metrics = Some(baton_http::ExtraMetrics(std::sync::Arc::new(move |out| stats.render(out))));
         }
-        // Answers go out as soon as they are ready: Nagle's algorithm would
-        // hold a small answer behind the client's delayed ACK.
-        let listener = tokio::net::TcpListener::bind(a.http_addr)
-            .await
-            .map_err(|e| format!("bind {}: {e}", a.http_addr))?
-            .tap_io(|tcp| {
-                if let Err(e) = tcp.set_nodelay(true) {
-                    tracing::debug!(error = %e, "could not set TCP_NODELAY");
-                }
-            });
+        let listener =
+            tokio::net::TcpListener::bind(a.http_addr).await.map_err(|e| format!("bind {}: {e}", a.http_addr))?;
         tracing::info!(addr = %a.http_addr, data = %a.data_dir.display(), "baton serving HTTP");
-        let stop = baton_http::Shutdown::default();
-        let trigger = stop.clone();
-        let res = axum::serve(listener, baton_http::router_with_shutdown(eng, http, stop))
-            .with_graceful_shutdown(async move {
-                shutdown_signal().await;
-                // Open long polls answer 204 now instead of holding shutdown for their timeout.
-                trigger.trigger();
-            })
-            .await
-            .map_err(|e| e.to_string());
+        // Open long polls answer 204 at the stop signal instead of holding shutdown for their timeout.
+        baton_http::serve(listener, eng, http, baton_http::Shutdown::default(), shutdown_signal()).await;
+        let res: Result<(), String> = Ok(());
         // Stop taking Kafka connections; requests in flight finish or fail
         // with the engine, as HTTP's do.
         if let Some((k, _)) = kafka {
