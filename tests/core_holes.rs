@@ -189,3 +189,54 @@ async fn transaction_ids_that_collide_under_fnv_are_two_messages() {
     let r = api.ack(&first, "completed", None).await;
     assert_ne!(r["success"], true, "acking a twice must not settle b: {r}");
 }
+
+/// Item 16: a push woke every long poll of its queue, and each woken pop scanned every
+/// partition on the planner: 1,000 waiting pops made unrelated pushes wait a second. Now a
+/// push wakes about one pop per partition it filled (per consumer group). Counted, not timed:
+/// the planner's command counter over one push with 200 pops waiting.
+#[tokio::test]
+async fn one_push_wakes_one_waiting_pop_not_all_of_them() {
+    let api = Api::start();
+    let items: Vec<Value> =
+        (0..50).map(|i| json!({"queue": "herd", "partition": format!("p{i}"), "payload": i})).collect();
+    let (st, v) = api.post("/api/v1/push", json!({ "items": items })).await;
+    assert_eq!(st, 201, "{v}");
+    for _ in 0..50 {
+        api.pop_some("herd", "batch=10&autoAck=true").await;
+    }
+    api.pop_none("herd", "batch=10").await;
+    let base = api.metric("baton_planner_commands_total").await;
+    let waiters: Vec<_> = (0..200)
+        .map(|_| {
+            let c = api.c.clone();
+            let url = api.s.url("/api/v1/pop/queue/herd?batch=1&wait=true&timeout=20000");
+            tokio::spawn(async move { c.get(url).send().await.map(|r| r.status().as_u16()) })
+        })
+        .collect();
+    // Every long poll has made its first pop and is waiting.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while api.metric("baton_planner_commands_total").await < base + 200.0 {
+        assert!(std::time::Instant::now() < deadline, "the long polls did not all start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = api.metric("baton_planner_commands_total").await;
+    api.push_n("herd", "p7", "wake", 0..1).await;
+    let mut waiters = waiters;
+    let served = loop {
+        assert!(std::time::Instant::now() < deadline, "no long poll was served");
+        if let Some(i) = waiters.iter().position(|w| w.is_finished()) {
+            break waiters.remove(i).await.unwrap().unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert_eq!(served, 200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = api.metric("baton_planner_commands_total").await;
+    // The push, the served pop and the metric reads; before the fix, 200 more pops.
+    assert!(after - before < 20.0, "one push made {} planner commands", after - before);
+    assert!(waiters.iter().all(|w| !w.is_finished()), "the other long polls still wait");
+    for w in waiters {
+        w.abort();
+    }
+}

@@ -60,6 +60,10 @@ pub fn wall_micros() -> Micros {
     crate::clock::now()
 }
 
+/// Most pops one frame wakes per consumer group of a queue; more partitions than this in one
+/// frame are found by the woken pops themselves, each taking one and waking no one.
+const MAX_WAKES: usize = 64;
+
 pub(crate) type Reply = Box<dyn FnOnce(Result<(), CoreError>) + Send>;
 
 /// Counters the server exports.
@@ -79,7 +83,10 @@ pub struct Counters {
 }
 
 pub struct Shared {
+    /// Per queue: woken for every waiter when messages may have come (Kafka fetches).
     pub(crate) notifies: Mutex<HashMap<String, Arc<Notify>>>,
+    /// Per queue and consumer group: long-poll pops, woken one at a time (D27).
+    pub(crate) pops: Mutex<HashMap<String, HashMap<String, Arc<Notify>>>>,
     pub(crate) failed: Mutex<Option<String>>,
     /// Frames up to this index are durable; guarded with the waiters below so
     /// a reply is never parked after its frame completed.
@@ -93,11 +100,51 @@ impl Shared {
         self.notifies.lock().entry(queue.to_string()).or_insert_with(|| Arc::new(Notify::new())).clone()
     }
 
-    /// Drops the notifiers no long poll holds: a client naming ever new queues must not grow
-    /// this map for good (issue 12 item 6). A push only wakes current waiters, and they
+    pub(crate) fn pop_notifier(&self, queue: &str, group: &str) -> Arc<Notify> {
+        let mut pops = self.pops.lock();
+        let groups = pops.entry(queue.to_string()).or_default();
+        groups.entry(group.to_string()).or_insert_with(|| Arc::new(Notify::new())).clone()
+    }
+
+    /// A durable frame gave `queue` messages in `parts` partitions (or released a lease):
+    /// wake every fetch of it, and per consumer group as many pops as there are partitions
+    /// a pop could now lease, not every pop waiting (D27: a push into one partition used to
+    /// wake a thousand long polls, each of which scanned every partition on the planner).
+    pub(crate) fn wake(&self, queue: &str, parts: usize) {
+        if let Some(n) = self.notifies.lock().get(queue) {
+            n.notify_waiters();
+        }
+        if let Some(groups) = self.pops.lock().get(queue) {
+            for n in groups.values() {
+                for _ in 0..parts.min(MAX_WAKES) {
+                    n.notify_one();
+                }
+            }
+        }
+    }
+
+    /// Leases expired or delayed messages came due: every waiter of the queue looks again.
+    pub(crate) fn wake_all(&self, queue: &str) {
+        if let Some(n) = self.notifies.lock().get(queue) {
+            n.notify_waiters();
+        }
+        if let Some(groups) = self.pops.lock().get(queue) {
+            for n in groups.values() {
+                n.notify_waiters();
+            }
+        }
+    }
+
+    /// Drops the notifiers no waiter holds: a client naming ever new queues must not grow
+    /// these maps for good (issue 12 item 6). A wake only concerns current waiters, and they
     /// hold their notifier, so nothing waiting is lost.
     pub(crate) fn prune_notifiers(&self) {
         self.notifies.lock().retain(|_, n| Arc::strong_count(n) > 1);
+        let mut pops = self.pops.lock();
+        for groups in pops.values_mut() {
+            groups.retain(|_, n| Arc::strong_count(n) > 1);
+        }
+        pops.retain(|_, groups| !groups.is_empty());
     }
 
     /// Fail-stop: refuse writes until restart, and answer every reply parked for durability
@@ -208,6 +255,7 @@ impl Engine {
         let wal = WalWriter::start(wal_cfg, next_index).map_err(|e| e.to_string())?;
         let shared = Arc::new(Shared {
             notifies: Mutex::new(HashMap::new()),
+            pops: Mutex::new(HashMap::new()),
             failed: Mutex::new(None),
             durable: Mutex::new((next_index - 1, VecDeque::new())),
             durable_index: AtomicU64::new(next_index - 1),
@@ -364,6 +412,13 @@ impl Engine {
     /// have made messages of `queue` available.
     pub fn notifier(&self, queue: &str) -> Arc<Notify> {
         self.shared.notifier(queue)
+    }
+
+    /// Long-poll support for pops: woken one waiter per partition a durable push (or a
+    /// released lease) opened for `group` (D27), and every waiter when leases expire.
+    /// A woken pop that finds nothing simply waits again.
+    pub fn pop_notifier(&self, queue: &str, group: &str) -> Arc<Notify> {
+        self.shared.pop_notifier(queue, group)
     }
 
     pub fn failure(&self) -> Option<String> {

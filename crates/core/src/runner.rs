@@ -32,14 +32,16 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::oneshot;
 
 /// One group-commit frame: the entries of one planner batch and who waits on them.
 struct Frame {
     entries: Vec<Entry>,
     replies: Vec<Reply>,
     marks: Vec<(Arc<AtomicU64>, u64)>,
-    notify: Vec<Arc<Notify>>,
+    /// Queues that got messages (or a released lease) in this frame, and how many of their
+    /// partitions did: their waiters are woken when the frame is durable.
+    woken: Vec<(String, usize)>,
     shared: Arc<Shared>,
     /// Set when the frame's batches go to partition files on the appender (D18):
     /// the frame completes when both the WAL and the appender are done.
@@ -71,8 +73,8 @@ impl Joined for Frame {
                     r(Ok(()));
                 }
                 self.shared.on_durable(idx);
-                for n in &self.notify {
-                    n.notify_waiters();
+                for (queue, parts) in &self.woken {
+                    self.shared.wake(queue, *parts);
                 }
             }
             Err(e) => {
@@ -200,16 +202,18 @@ impl PlannerLoop {
         let parked = std::mem::take(&mut self.parked);
         if !self.frame_entries.is_empty() {
             let mut marks = Vec::new();
-            let mut notify = Vec::new();
+            let mut woken = Vec::new();
             for q in self.p.pushed_queues.drain() {
                 if let Some(queue) = self.p.state.queues.get(&q) {
-                    notify.push(self.shared.notifier(&queue.name));
+                    let before = marks.len();
                     for pid in &queue.parts {
                         let part = &self.p.state.parts[pid];
                         if part.durable_end() < part.end {
                             marks.push((part.durable.clone(), part.end));
                         }
                     }
+                    // A released lease opens one partition even when nothing was pushed.
+                    woken.push((queue.name.clone(), (marks.len() - before).max(1)));
                 }
             }
             let writes = std::mem::take(&mut self.p.state.pending_writes);
@@ -223,7 +227,7 @@ impl PlannerLoop {
                 entries: std::mem::take(&mut self.frame_entries),
                 replies: std::mem::take(&mut self.frame_replies),
                 marks,
-                notify,
+                woken,
                 shared: self.shared.clone(),
                 join,
             };
@@ -420,7 +424,7 @@ impl PlannerLoop {
                 tracing::error!(error = %e, "expiring leases failed");
             }
             if let Some(queue) = self.p.state.queues.get(&q) {
-                self.shared.notifier(&queue.name).notify_waiters();
+                self.shared.wake_all(&queue.name);
             }
         }
         if let Err(e) = self.p.retention() {

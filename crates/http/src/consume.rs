@@ -84,7 +84,7 @@ async fn pop(
     let wait = q.wait.unwrap_or(false);
     let timeout = Duration::from_millis(q.timeout.unwrap_or(30_000).min(app.cfg.max_wait_ms));
     let deadline = tokio::time::Instant::now() + timeout;
-    let notify = app.engine.notifier(&queue);
+    let notify = app.engine.pop_notifier(&queue, req.group.as_deref().unwrap_or(QUEUE_MODE));
     loop {
         let woken = notify.notified();
         tokio::pin!(woken);

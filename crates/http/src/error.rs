@@ -24,17 +24,21 @@ impl ApiError {
     }
 }
 
+/// The status an engine error answers with.
+pub(crate) fn status_of(kind: ErrorKind) -> StatusCode {
+    match kind {
+        ErrorKind::BadRequest => StatusCode::BAD_REQUEST,
+        ErrorKind::NotFound => StatusCode::NOT_FOUND,
+        ErrorKind::Conflict => StatusCode::CONFLICT,
+        ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorKind::Overloaded => StatusCode::TOO_MANY_REQUESTS,
+    }
+}
+
 impl From<CoreError> for ApiError {
     fn from(e: CoreError) -> Self {
-        let status = match e.kind {
-            ErrorKind::BadRequest => StatusCode::BAD_REQUEST,
-            ErrorKind::NotFound => StatusCode::NOT_FOUND,
-            ErrorKind::Conflict => StatusCode::CONFLICT,
-            ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-            ErrorKind::Overloaded => StatusCode::TOO_MANY_REQUESTS,
-        };
-        ApiError { status, code: e.code, message: e.message }
+        ApiError { status: status_of(e.kind), code: e.code, message: e.message }
     }
 }
 

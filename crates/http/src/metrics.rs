@@ -89,6 +89,12 @@ pub async fn prometheus(State(app): State<App>) -> Response {
     counter(&mut out, "baton_checkpoints_total", "Checkpoints written.", c.checkpoints.load(Relaxed));
     counter(&mut out, "baton_transactions_total", "Transactions committed.", c.txns.load(Relaxed));
     counter(&mut out, "baton_planner_commands_total", "Requests judged by the planner.", c.commands.load(Relaxed));
+    counter(
+        &mut out,
+        "baton_planner_overloaded_total",
+        "Requests answered overloaded (429) because --max-queued-requests were already waiting for the planner.",
+        c.overloaded.load(Relaxed),
+    );
     thread_cpu(&mut out);
     let w = app.engine.wal_stats();
     counter(

@@ -111,6 +111,9 @@ impl<'a> From<&'a baton_core::PushResult> for PushAnswer<'a> {
                 a.partition_id = Some(partition_uuid(*part));
             }
             PushStatus::Failed(e) => {
+                // A refused item answers inside a 201; it is counted as the error it is, so a
+                // bound it hit (queue_full, entry_too_large) shows in /metrics.
+                crate::error::count(crate::error::status_of(e.kind).as_u16(), e.code);
                 a.status = "failed";
                 a.error = Some(&e.message);
                 a.code = Some(e.code);
