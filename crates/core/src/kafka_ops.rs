@@ -29,6 +29,10 @@ pub enum ProduceOutcome {
 pub struct ProduceRequest {
     pub topic: String,
     pub partition: String,
+    /// Whole v2 batches whose record count the Kafka door has verified
+    /// against the records present (compressed ones too: baton-kafka's
+    /// records.rs). Planning does work per record, so it must never be
+    /// handed a count that is only the client's claim.
     pub batches: Vec<Vec<u8>>,
     /// Create the topic's partition if missing (auto-create on).
     pub create: bool,

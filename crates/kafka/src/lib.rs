@@ -38,6 +38,11 @@ use tokio::net::TcpListener;
 
 /// Kafka's default max.message.bytes (1 MiB plus a batch header's 12 bytes of overhead).
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
+/// Default bound on what one produced compressed batch may expand to (64 MiB).
+pub const DEFAULT_MAX_UNCOMPRESSED_BATCH_BYTES: u64 = 64 << 20;
+/// Readers decode stored batches with kafka-protocol, which refuses past this
+/// (vendor patch, D9); a batch must never be accepted that cannot be read back.
+pub const MAX_UNCOMPRESSED_BATCH_BYTES: u64 = kafka_protocol::compression::MAX_DECOMPRESSED_BYTES;
 
 #[derive(Debug, Clone)]
 pub struct KafkaConfig {
@@ -51,6 +56,9 @@ pub struct KafkaConfig {
     pub max_frame_bytes: usize,
     /// Kafka's max.message.bytes: the largest record batch a Produce may store.
     pub max_message_bytes: usize,
+    /// The most bytes a produced compressed batch may expand to; the records
+    /// are counted as it decompresses, so this bounds time, not memory.
+    pub max_uncompressed_batch_bytes: u64,
     /// Kafka's group.initial.rebalance.delay.ms: how long a new group waits
     /// for more members before its first generation.
     pub initial_rebalance_delay: Duration,
@@ -70,6 +78,7 @@ impl Default for KafkaConfig {
             default_partitions: 1,
             max_frame_bytes: 100 << 20,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_uncompressed_batch_bytes: DEFAULT_MAX_UNCOMPRESSED_BATCH_BYTES,
             initial_rebalance_delay: Duration::from_millis(3000),
             max_fetch_wait: Duration::from_secs(30),
             sasl_users: None,
@@ -186,7 +195,7 @@ pub fn fuzz_request(data: &[u8]) {
         if let RequestKind::Produce(p) = &req.body {
             for t in &p.topic_data {
                 for part in &t.partition_data {
-                    let _ = records::split_batches(part.records.as_deref().unwrap_or_default());
+                    let _ = records::split_batches(part.records.as_deref().unwrap_or_default(), 1 << 20);
                 }
             }
         }

@@ -41,7 +41,7 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
                 slot.error = UNKNOWN_TOPIC_OR_PARTITION;
             } else {
                 let max = ctx.cfg.max_message_bytes;
-                match split_batches(p.records.as_deref().unwrap_or_default()) {
+                match split_batches(p.records.as_deref().unwrap_or_default(), ctx.cfg.max_uncompressed_batch_bytes) {
                     // Nothing of the partition's data is stored, as in Kafka.
                     Ok(batches) if batches.iter().any(|b| b.len() > max) => {
                         let len = batches.iter().map(|b| b.len()).max().unwrap_or(0);
@@ -65,6 +65,10 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
                     }
                     Err(BatchError::Invalid(m)) => {
                         slot.error = INVALID_RECORD;
+                        slot.message = Some(m);
+                    }
+                    Err(BatchError::TooLarge(m)) => {
+                        slot.error = MESSAGE_TOO_LARGE;
                         slot.message = Some(m);
                     }
                 }
@@ -134,7 +138,7 @@ async fn retry_with_create(
     }
     match ensure_topic(ctx, &topic, true).await {
         Ok(Some(_)) => {
-            let batches = split_batches(&records).unwrap_or_default();
+            let batches = split_batches(&records, ctx.cfg.max_uncompressed_batch_bytes).unwrap_or_default();
             let r = CoreProduce { topic, partition: index.to_string(), batches, create: false };
             ctx.engine.produce(r).await
         }

@@ -67,6 +67,12 @@ pub struct ServeArgs {
     /// MESSAGE_TOO_LARGE (Kafka's default, 1 MiB + 12).
     #[arg(long, env = "BATON_KAFKA_MAX_MESSAGE_BYTES", default_value_t = baton_kafka::DEFAULT_MAX_MESSAGE_BYTES)]
     pub kafka_max_message_bytes: usize,
+    /// The most bytes one produced compressed record batch may expand to; a batch past it
+    /// is refused with MESSAGE_TOO_LARGE. Its records are counted as it decompresses (never
+    /// held whole), so this bounds the time one batch costs. At most 256 MiB, what readers decode.
+    #[arg(long, env = "BATON_KAFKA_MAX_UNCOMPRESSED_BATCH_BYTES",
+        default_value_t = baton_kafka::DEFAULT_MAX_UNCOMPRESSED_BATCH_BYTES)]
+    pub kafka_max_uncompressed_batch_bytes: u64,
     /// Kafka's group.initial.rebalance.delay.ms: a new group's first
     /// rebalance waits this long for more members.
     #[arg(long, env = "BATON_KAFKA_INITIAL_REBALANCE_DELAY_MS", default_value_t = 3000)]
@@ -163,6 +169,13 @@ async fn start_kafka(
     sasl_users: Option<std::sync::Arc<baton_kafka::SaslUsers>>,
 ) -> Result<Option<KafkaHandle>, String> {
     let explicit = a.kafka_addr.is_some();
+    if a.kafka_max_uncompressed_batch_bytes > baton_kafka::MAX_UNCOMPRESSED_BATCH_BYTES {
+        return Err(format!(
+            "--kafka-max-uncompressed-batch-bytes {} is past {}, the most a stored batch may be read back at",
+            a.kafka_max_uncompressed_batch_bytes,
+            baton_kafka::MAX_UNCOMPRESSED_BATCH_BYTES
+        ));
+    }
     let addr = a.kafka_addr.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 9092)));
     let (host, port) = match &a.kafka_advertised_addr {
         Some(adv) => {
@@ -181,6 +194,7 @@ async fn start_kafka(
         default_partitions: a.kafka_default_partitions.max(1),
         max_frame_bytes: a.kafka_max_frame_bytes,
         max_message_bytes: a.kafka_max_message_bytes,
+        max_uncompressed_batch_bytes: a.kafka_max_uncompressed_batch_bytes,
         initial_rebalance_delay: Duration::from_millis(a.kafka_initial_rebalance_delay_ms),
         sasl_users,
         ..Default::default()
