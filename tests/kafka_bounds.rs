@@ -6,6 +6,8 @@ mod common;
 mod kafka_util;
 
 use common::Server;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::Decodable;
 use kafka_protocol::records::Compression;
 use kafka_util::*;
 
@@ -64,4 +66,86 @@ fn a_compressed_batch_that_expands_past_the_bound_is_refused() {
     assert_eq!(k.list_offset("bomb", 0, -1).offset, 0, "nothing stored");
     let fits = vec![0u8; 50_000];
     assert_eq!(k.produce("bomb", 0, batch(&[&fits], Compression::Zstd, None), -1).error_code, 0);
+}
+
+/// A Fetch of `parts` (partition, offset), each with partition_max_bytes
+/// i32::MAX; returns the raw answer's size and the decoded answer.
+fn fetch_raw(k: &mut Kafka, t: &str, parts: &[i32], max_bytes: i32) -> (usize, FetchResponse) {
+    let req = FetchRequest::default()
+        .with_replica_id((-1).into())
+        .with_max_wait_ms(0)
+        .with_min_bytes(1)
+        .with_max_bytes(max_bytes)
+        .with_session_epoch(-1)
+        .with_topics(vec![fetch_request::FetchTopic::default().with_topic(topic(t)).with_partitions(
+            parts
+                .iter()
+                .map(|p| {
+                    fetch_request::FetchPartition::default()
+                        .with_partition(*p)
+                        .with_fetch_offset(0)
+                        .with_partition_max_bytes(i32::MAX)
+                })
+                .collect(),
+        )]);
+    let cid = k.send(ApiKey::Fetch, 12, &req);
+    let mut raw = k.recv_raw().expect("an answer");
+    let size = raw.len();
+    let h = ResponseHeader::decode(&mut raw, ApiKey::Fetch.response_header_version(12)).unwrap();
+    assert_eq!(h.correlation_id, cid);
+    (size, FetchResponse::decode(&mut raw, 12).unwrap())
+}
+
+/// Ten batches of ~10 kB in each of the topic's partitions.
+fn fill(k: &mut Kafka, t: &str, partitions: i32) {
+    let value = vec![b'v'; 10_000];
+    for p in 0..partitions {
+        for _ in 0..10 {
+            assert_eq!(k.produce(t, p, batch(&[&value], Compression::None, None), -1).error_code, 0);
+        }
+    }
+}
+
+fn record_bytes(r: &FetchResponse) -> usize {
+    r.responses.iter().flat_map(|t| &t.partitions).map(|p| p.records.as_ref().map_or(0, |b| b.len())).sum()
+}
+
+/// Issue #12 item 12: one partition named 300 times with max_bytes=-1 was
+/// read and answered 300 times (a 305 MB answer from a 4,850-byte request).
+#[test]
+fn a_fetch_naming_one_partition_many_times_answers_it_once() {
+    let (_s, port) = Server::start_kafka(&[]);
+    let mut k = Kafka::connect(port);
+    k.metadata(&["dup"]);
+    fill(&mut k, "dup", 1);
+    let (size, r) = fetch_raw(&mut k, "dup", &[0; 300], -1);
+    let answered: usize = r.responses.iter().map(|t| t.partitions.len()).sum();
+    assert_eq!(answered, 1, "the partition is answered once");
+    assert_eq!(records(r.responses[0].partitions[0].records.as_ref().unwrap()).len(), 10);
+    assert!(size < 150_000, "answer of {size} bytes for 100 kB of records");
+}
+
+/// --kafka-fetch-max-bytes caps an answer, and max_bytes <= 0 means the cap.
+#[test]
+fn a_fetch_answer_stays_under_the_broker_cap() {
+    let (_s, port) = Server::start_kafka(&["--kafka-fetch-max-bytes", "50000", "--kafka-default-partitions", "3"]);
+    let mut k = Kafka::connect(port);
+    k.metadata(&["capped"]);
+    fill(&mut k, "capped", 3);
+    for max_bytes in [-1, 0, i32::MAX] {
+        let (size, r) = fetch_raw(&mut k, "capped", &[0, 1, 2], max_bytes);
+        let got = record_bytes(&r);
+        assert!(got > 0 && got <= 50_000, "max_bytes {max_bytes}: {got} record bytes");
+        assert!(size < 51_000, "max_bytes {max_bytes}: answer of {size} bytes");
+    }
+    // A client asking for less than the cap still gets less.
+    let (_, r) = fetch_raw(&mut k, "capped", &[0, 1, 2], 25_000);
+    assert!(record_bytes(&r) <= 25_000);
+    // The first batch always goes, even past the cap (KIP-74).
+    let (_s, port) = Server::start_kafka(&["--kafka-fetch-max-bytes", "100"]);
+    let mut k = Kafka::connect(port);
+    k.metadata(&["one"]);
+    fill(&mut k, "one", 1);
+    let (_, r) = fetch_raw(&mut k, "one", &[0], -1);
+    assert_eq!(records(r.responses[0].partitions[0].records.as_ref().unwrap()).len(), 1);
 }

@@ -38,6 +38,8 @@ use tokio::net::TcpListener;
 
 /// Kafka's default max.message.bytes (1 MiB plus a batch header's 12 bytes of overhead).
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
+/// Kafka's fetch.max.bytes default (55 MiB).
+pub const DEFAULT_FETCH_MAX_BYTES: u64 = 57_671_680;
 /// Default bound on what one produced compressed batch may expand to (64 MiB).
 pub const DEFAULT_MAX_UNCOMPRESSED_BATCH_BYTES: u64 = 64 << 20;
 /// Readers decode stored batches with kafka-protocol, which refuses past this
@@ -62,6 +64,9 @@ pub struct KafkaConfig {
     /// Kafka's group.initial.rebalance.delay.ms: how long a new group waits
     /// for more members before its first generation.
     pub initial_rebalance_delay: Duration,
+    /// Kafka's fetch.max.bytes: the most record bytes one Fetch answer
+    /// carries (past its first batch), whatever the client asks.
+    pub fetch_max_bytes: u64,
     /// Longest Fetch max_wait_ms honoured, whatever the client asks.
     pub max_fetch_wait: Duration,
     /// SASL/PLAIN accounts. When set, a connection must authenticate before
@@ -80,6 +85,7 @@ impl Default for KafkaConfig {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             max_uncompressed_batch_bytes: DEFAULT_MAX_UNCOMPRESSED_BATCH_BYTES,
             initial_rebalance_delay: Duration::from_millis(3000),
+            fetch_max_bytes: DEFAULT_FETCH_MAX_BYTES,
             max_fetch_wait: Duration::from_secs(30),
             sasl_users: None,
         }

@@ -73,6 +73,11 @@ pub struct ServeArgs {
     #[arg(long, env = "BATON_KAFKA_MAX_UNCOMPRESSED_BATCH_BYTES",
         default_value_t = baton_kafka::DEFAULT_MAX_UNCOMPRESSED_BATCH_BYTES)]
     pub kafka_max_uncompressed_batch_bytes: u64,
+    /// Kafka's fetch.max.bytes: the most record bytes one Fetch answer carries, whatever
+    /// the client asks (a client's max_bytes <= 0 means this). The first batch of the
+    /// answer always goes, so a batch larger than this still reaches its consumer (KIP-74).
+    #[arg(long, env = "BATON_KAFKA_FETCH_MAX_BYTES", default_value_t = baton_kafka::DEFAULT_FETCH_MAX_BYTES)]
+    pub kafka_fetch_max_bytes: u64,
     /// Kafka's group.initial.rebalance.delay.ms: a new group's first
     /// rebalance waits this long for more members.
     #[arg(long, env = "BATON_KAFKA_INITIAL_REBALANCE_DELAY_MS", default_value_t = 3000)]
@@ -195,6 +200,7 @@ async fn start_kafka(
         max_frame_bytes: a.kafka_max_frame_bytes,
         max_message_bytes: a.kafka_max_message_bytes,
         max_uncompressed_batch_bytes: a.kafka_max_uncompressed_batch_bytes,
+        fetch_max_bytes: a.kafka_fetch_max_bytes.max(1),
         initial_rebalance_delay: Duration::from_millis(a.kafka_initial_rebalance_delay_ms),
         sasl_users,
         ..Default::default()
