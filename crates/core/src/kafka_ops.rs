@@ -8,6 +8,7 @@ use crate::entry::Effect;
 use crate::model::*;
 use crate::plan::Planner;
 use baton_wire::BatchHeader;
+use std::collections::HashMap;
 
 /// Kafka's own error codes for produce outcomes the state decides.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,12 +39,28 @@ pub struct ProduceRequest {
     pub create: bool,
 }
 
+impl ProduceRequest {
+    /// A produce that stores nothing. Like every request that changes
+    /// nothing, it is answered only once every frame planned before it is
+    /// durable (D2), so a reader of the planned state (a Query) that sends
+    /// one after its read and waits for it never shows what could still
+    /// vanish. On a latched node it is refused, as every write is.
+    pub fn barrier() -> ProduceRequest {
+        ProduceRequest { topic: String::new(), partition: String::new(), batches: Vec::new(), create: false }
+    }
+}
+
 /// Producer fields of a v2 batch header.
 fn producer_of(b: &[u8]) -> (i64, i16, i32) {
     let pid = i64::from_be_bytes(b[43..51].try_into().expect("header checked"));
     let epoch = i16::from_be_bytes(b[51..53].try_into().expect("header checked"));
     let seq = i32::from_be_bytes(b[53..57].try_into().expect("header checked"));
     (pid, epoch, seq)
+}
+
+/// `seq` moved on by `n`, as Kafka counts: after i32::MAX comes 0.
+pub fn next_seq(seq: i32, n: u32) -> i32 {
+    ((seq as i64 + n as i64) % (i32::MAX as i64 + 1)) as i32
 }
 
 impl Planner {
@@ -83,22 +100,40 @@ impl Planner {
             self.create_topic(&r.topic, n + 1)?;
             return self.produce(r);
         };
-        let mut first_base = None;
-        for (mut b, h) in r.batches.into_iter().zip(parsed) {
-            let (pid, epoch, seq) = producer_of(&b);
+        // Every batch is decided before any effect is emitted: a partition's
+        // batches in one ProduceRequest are stored all or none, so a batch
+        // refused late must not leave the ones before it behind.
+        let mut planned: HashMap<i64, (i16, i32)> = HashMap::new();
+        let mut seqs = Vec::with_capacity(parsed.len());
+        for (b, h) in r.batches.iter().zip(&parsed) {
+            let (pid, epoch, seq) = producer_of(b);
             let count = h.record_count;
+            if pid < 0 || seq < 0 {
+                seqs.push(None);
+                continue;
+            }
+            let last_seq = next_seq(seq, count - 1);
             let p = &self.state.parts[&part];
-            if pid >= 0 && seq >= 0 {
-                if let Some(st) = p.producers.get(&pid) {
+            match (planned.get(&pid), p.producers.get(&pid)) {
+                // A later batch of a producer this request already moved.
+                (Some(&(e, last)), _) => {
+                    if epoch < e {
+                        return Ok(ProduceOutcome::InvalidProducerEpoch);
+                    }
+                    if seq != if epoch == e { next_seq(last, 1) } else { 0 } {
+                        return Ok(ProduceOutcome::OutOfOrderSequence);
+                    }
+                }
+                (None, Some(st)) => {
                     if epoch < st.epoch {
                         return Ok(ProduceOutcome::InvalidProducerEpoch);
                     }
                     if epoch == st.epoch {
-                        let last_seq = seq.wrapping_add(count as i32 - 1);
+                        // A retry: Kafka answers the whole append as the duplicate.
                         if let Some((_, _, off)) = st.recent.iter().find(|(f, l, _)| *f == seq && *l == last_seq) {
                             return Ok(ProduceOutcome::Duplicate { base_offset: *off });
                         }
-                        let expected = st.recent.back().map(|(_, l, _)| l.wrapping_add(1)).unwrap_or(0);
+                        let expected = st.recent.back().map(|(_, l, _)| next_seq(*l, 1)).unwrap_or(0);
                         if seq != expected {
                             return Ok(ProduceOutcome::OutOfOrderSequence);
                         }
@@ -106,22 +141,22 @@ impl Planner {
                         return Ok(ProduceOutcome::OutOfOrderSequence);
                     }
                 }
+                (None, None) => {}
             }
+            planned.insert(pid, (epoch, last_seq));
+            seqs.push(Some((pid, epoch, seq, last_seq)));
+        }
+        let mut first_base = None;
+        for ((mut b, h), seq) in r.batches.into_iter().zip(parsed).zip(seqs) {
+            let count = h.record_count;
+            let p = &self.state.parts[&part];
             let base = p.end;
             baton_wire::set_base_offset(&mut b, base);
             let name = p.name.clone();
             let txids = (0..count as u64).map(|i| txid_hash(&format!("{name}-{}", base + i))).collect();
             self.emit_pub(Effect::Append { part, count, txids, dedup: Vec::new(), batch: b.into() })?;
-            if pid >= 0 && seq >= 0 {
-                let last_seq = seq.wrapping_add(count as i32 - 1);
-                self.emit_pub(Effect::ProducerSeq {
-                    part,
-                    producer: pid,
-                    epoch,
-                    first_seq: seq,
-                    last_seq,
-                    base_offset: base,
-                })?;
+            if let Some((producer, epoch, first_seq, last_seq)) = seq {
+                self.emit_pub(Effect::ProducerSeq { part, producer, epoch, first_seq, last_seq, base_offset: base })?;
             }
             self.pushed_queues.insert(self.state.parts[&part].queue);
             first_base.get_or_insert(base);
@@ -155,5 +190,18 @@ impl Planner {
                 self.emit_pub(Effect::Commit { part, group: gid, offset: *off })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_seq;
+
+    #[test]
+    fn sequences_wrap_to_zero_after_i32_max() {
+        assert_eq!(next_seq(0, 4), 4);
+        assert_eq!(next_seq(i32::MAX, 1), 0);
+        assert_eq!(next_seq(i32::MAX - 1, 3), 1);
+        assert_eq!(next_seq(i32::MAX, 0), i32::MAX);
     }
 }

@@ -260,6 +260,10 @@ async fn committed(ctx: &Ctx, group: &str, topics: Option<Vec<String>>) -> Resul
             Err(e) => return Err(code_of(&e)),
         },
     }
+    // The queries read the planner's state, which holds commits planned but
+    // not yet durable (D1); answering only after a barrier planned after the
+    // reads is durable shows only committed offsets whose entry is durable.
+    ctx.engine.produce(baton_core::kafka_ops::ProduceRequest::barrier()).await.map_err(|e| code_of(&e))?;
     Ok(out)
 }
 
