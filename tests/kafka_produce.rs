@@ -14,6 +14,7 @@ use kafka_util::*;
 use std::process::{Command, Stdio};
 
 const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+const UNKNOWN_PRODUCER_ID: i16 = 59;
 
 fn init_producer(k: &mut Kafka) -> i64 {
     let init: InitProducerIdResponse =
@@ -38,6 +39,45 @@ fn the_idempotent_sequence_wraps_to_zero_after_i32_max() {
     let gap = k.produce("wrap", 0, batch(&[b"gap"], Compression::None, Some((pid, 0, 5))), -1);
     assert_eq!(gap.error_code, OUT_OF_ORDER_SEQUENCE_NUMBER);
     assert_eq!(k.list_offset("wrap", 0, -1).offset, 2);
+}
+
+/// Issue #12 item 6: any producer id was accepted, and its state kept.
+#[test]
+fn a_producer_id_never_assigned_is_refused() {
+    let (_s, port) = Server::start_kafka(&[]);
+    let mut k = Kafka::connect(port);
+    k.metadata(&["ids"]);
+    let pid = init_producer(&mut k);
+    let r = k.produce("ids", 0, batch(&[b"forged"], Compression::None, Some((pid + 1000, 0, 0))), -1);
+    assert_eq!(r.error_code, UNKNOWN_PRODUCER_ID, "{r:?}");
+    let why = r.error_message.map(|m| m.to_string()).unwrap_or_default();
+    assert!(why.contains(&format!("{}", pid + 1000)), "{why}");
+    assert_eq!(k.list_offset("ids", 0, -1).offset, 0, "nothing stored");
+    assert_eq!(k.produce("ids", 0, batch(&[b"real"], Compression::None, Some((pid, 0, 0))), -1).error_code, 0);
+}
+
+/// Issue #12 item 6: producer state never expired. With
+/// --kafka-producer-id-expiration-ms, an idle producer's state is dropped
+/// when another producer enters the partition, by an effect that replay
+/// repeats (the state is still gone after a SIGKILL and restart).
+#[test]
+fn idle_producer_state_expires_and_stays_expired_after_replay() {
+    let (mut s, port) = Server::start_kafka(&["--kafka-producer-id-expiration-ms", "200"]);
+    let mut k = Kafka::connect(port);
+    k.metadata(&["idle"]);
+    let a = init_producer(&mut k);
+    let b = init_producer(&mut k);
+    assert_eq!(k.produce("idle", 0, batch(&[b"a0"], Compression::None, Some((a, 0, 0))), -1).error_code, 0);
+    let gap = k.produce("idle", 0, batch(&[b"a5"], Compression::None, Some((a, 0, 5))), -1);
+    assert_eq!(gap.error_code, OUT_OF_ORDER_SEQUENCE_NUMBER, "a's state is live");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert_eq!(k.produce("idle", 0, batch(&[b"b0"], Compression::None, Some((b, 0, 0))), -1).error_code, 0);
+    drop(k);
+    s.kill9();
+    s.restart();
+    let mut k = Kafka::connect(port);
+    let r = k.produce("idle", 0, batch(&[b"a5"], Compression::None, Some((a, 0, 5))), -1);
+    assert_eq!((r.error_code, r.base_offset), (0, 2), "a's state was dropped, and replay dropped it again");
 }
 
 fn concat(parts: &[&Bytes]) -> Bytes {

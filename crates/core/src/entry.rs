@@ -128,6 +128,12 @@ pub enum Effect {
         group: GroupId,
         offset: u64,
     },
+    /// Idle idempotent producers' state dropped from a partition (Kafka's
+    /// producer.id.expiration.ms). Planned, so replay drops the same ones (I1).
+    ExpireProducers {
+        part: PartId,
+        producers: Vec<i64>,
+    },
 }
 
 pub fn encode_entries(entries: &[Entry], buf: &mut Vec<u8>) {

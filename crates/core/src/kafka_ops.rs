@@ -22,6 +22,8 @@ pub enum ProduceOutcome {
     },
     OutOfOrderSequence,
     InvalidProducerEpoch,
+    /// The batch names a producer id InitProducerId never gave out.
+    UnknownProducerId(i64),
     CorruptMessage(String),
     UnknownTopicOrPartition,
 }
@@ -37,7 +39,13 @@ pub struct ProduceRequest {
     pub batches: Vec<Vec<u8>>,
     /// Create the topic's partition if missing (auto-create on).
     pub create: bool,
+    /// Kafka's producer.id.expiration.ms, in µs: a producer that has not
+    /// written to the partition for this long has its state dropped.
+    pub producer_expiry: Micros,
 }
+
+/// Kafka's producer.id.expiration.ms default: one day.
+pub const DEFAULT_PRODUCER_EXPIRY: Micros = 86_400_000_000;
 
 impl ProduceRequest {
     /// A produce that stores nothing. Like every request that changes
@@ -46,7 +54,13 @@ impl ProduceRequest {
     /// one after its read and waits for it never shows what could still
     /// vanish. On a latched node it is refused, as every write is.
     pub fn barrier() -> ProduceRequest {
-        ProduceRequest { topic: String::new(), partition: String::new(), batches: Vec::new(), create: false }
+        ProduceRequest {
+            topic: String::new(),
+            partition: String::new(),
+            batches: Vec::new(),
+            create: false,
+            producer_expiry: DEFAULT_PRODUCER_EXPIRY,
+        }
     }
 }
 
@@ -112,6 +126,9 @@ impl Planner {
                 seqs.push(None);
                 continue;
             }
+            if pid >= self.state.next_producer {
+                return Ok(ProduceOutcome::UnknownProducerId(pid));
+            }
             let last_seq = next_seq(seq, count - 1);
             let p = &self.state.parts[&part];
             match (planned.get(&pid), p.producers.get(&pid)) {
@@ -146,6 +163,7 @@ impl Planner {
             planned.insert(pid, (epoch, last_seq));
             seqs.push(Some((pid, epoch, seq, last_seq)));
         }
+        let entering = planned.keys().any(|pid| !self.state.parts[&part].producers.contains_key(pid));
         let mut first_base = None;
         for ((mut b, h), seq) in r.batches.into_iter().zip(parsed).zip(seqs) {
             let count = h.record_count;
@@ -161,7 +179,39 @@ impl Planner {
             self.pushed_queues.insert(self.state.parts[&part].queue);
             first_base.get_or_insert(base);
         }
+        // Producer state is swept when a producer enters the partition, the
+        // only time the map grows, so it holds at most the producers that
+        // wrote in the last `producer_expiry`; the cost is paid by growth.
+        if entering {
+            self.expire_producers(part, &planned, r.producer_expiry)?;
+        }
         Ok(ProduceOutcome::Appended { base_offset: first_base.unwrap_or(0) })
+    }
+
+    /// Drop the state of the partition's producers idle for `expiry`: their
+    /// last batch was written that long ago, or is no longer stored. Those
+    /// of the request being planned are kept.
+    fn expire_producers(
+        &mut self,
+        part: PartId,
+        keep: &HashMap<i64, (i16, i32)>,
+        expiry: Micros,
+    ) -> Result<(), CoreError> {
+        let now = self.now();
+        let p = &self.state.parts[&part];
+        let idle: Vec<i64> = p
+            .producers
+            .iter()
+            .filter(|(id, st)| {
+                let last = st.recent.back().and_then(|(_, _, off)| p.ts_of(*off));
+                !keep.contains_key(id) && last.is_none_or(|t| t.saturating_add(expiry) <= now)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        if !idle.is_empty() {
+            self.emit_pub(Effect::ExpireProducers { part, producers: idle })?;
+        }
+        Ok(())
     }
 
     pub fn init_producer(&mut self) -> Result<i64, CoreError> {

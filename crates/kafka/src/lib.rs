@@ -40,6 +40,8 @@ use tokio::net::TcpListener;
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
 /// Kafka's fetch.max.bytes default (55 MiB).
 pub const DEFAULT_FETCH_MAX_BYTES: u64 = 57_671_680;
+/// Kafka's producer.id.expiration.ms default (one day).
+pub const DEFAULT_PRODUCER_ID_EXPIRATION_MS: u64 = 86_400_000;
 /// Default bound on what one produced compressed batch may expand to (64 MiB).
 pub const DEFAULT_MAX_UNCOMPRESSED_BATCH_BYTES: u64 = 64 << 20;
 /// Readers decode stored batches with kafka-protocol, which refuses past this
@@ -67,11 +69,20 @@ pub struct KafkaConfig {
     /// Kafka's fetch.max.bytes: the most record bytes one Fetch answer
     /// carries (past its first batch), whatever the client asks.
     pub fetch_max_bytes: u64,
+    /// Kafka's producer.id.expiration.ms: an idempotent producer that has not
+    /// written to a partition for this long has its state there dropped.
+    pub producer_id_expiration: Duration,
     /// Longest Fetch max_wait_ms honoured, whatever the client asks.
     pub max_fetch_wait: Duration,
     /// SASL/PLAIN accounts. When set, a connection must authenticate before
     /// any request but ApiVersions and the SASL ones; `None` serves everyone.
     pub sasl_users: Option<Arc<SaslUsers>>,
+}
+
+impl KafkaConfig {
+    pub(crate) fn producer_expiry_micros(&self) -> u64 {
+        self.producer_id_expiration.as_micros().min(u64::MAX as u128) as u64
+    }
 }
 
 impl Default for KafkaConfig {
@@ -87,6 +98,7 @@ impl Default for KafkaConfig {
             initial_rebalance_delay: Duration::from_millis(3000),
             fetch_max_bytes: DEFAULT_FETCH_MAX_BYTES,
             max_fetch_wait: Duration::from_secs(30),
+            producer_id_expiration: Duration::from_millis(DEFAULT_PRODUCER_ID_EXPIRATION_MS),
             sasl_users: None,
         }
     }

@@ -54,6 +54,7 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
                             partition: p.index.to_string(),
                             batches,
                             create: false,
+                            producer_expiry: ctx.cfg.producer_expiry_micros(),
                         };
                         // Keep the raw bytes (a cheap Bytes clone) for the auto-create retry.
                         let raw = (t.name.to_string(), p.index, p.records.clone().unwrap_or_default());
@@ -91,6 +92,10 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
             }
             Ok(ProduceOutcome::OutOfOrderSequence) => slot.error = OUT_OF_ORDER_SEQUENCE_NUMBER,
             Ok(ProduceOutcome::InvalidProducerEpoch) => slot.error = INVALID_PRODUCER_EPOCH,
+            Ok(ProduceOutcome::UnknownProducerId(pid)) => {
+                slot.error = UNKNOWN_PRODUCER_ID;
+                slot.message = Some(format!("producer id {pid} was never assigned (use InitProducerId)"));
+            }
             Ok(ProduceOutcome::CorruptMessage(m)) => {
                 slot.error = CORRUPT_MESSAGE;
                 slot.message = Some(m);
@@ -139,7 +144,13 @@ async fn retry_with_create(
     match ensure_topic(ctx, &topic, true).await {
         Ok(Some(_)) => {
             let batches = split_batches(&records, ctx.cfg.max_uncompressed_batch_bytes).unwrap_or_default();
-            let r = CoreProduce { topic, partition: index.to_string(), batches, create: false };
+            let r = CoreProduce {
+                topic,
+                partition: index.to_string(),
+                batches,
+                create: false,
+                producer_expiry: ctx.cfg.producer_expiry_micros(),
+            };
             ctx.engine.produce(r).await
         }
         Ok(None) => Ok(ProduceOutcome::UnknownTopicOrPartition),

@@ -78,6 +78,12 @@ pub struct ServeArgs {
     /// answer always goes, so a batch larger than this still reaches its consumer (KIP-74).
     #[arg(long, env = "BATON_KAFKA_FETCH_MAX_BYTES", default_value_t = baton_kafka::DEFAULT_FETCH_MAX_BYTES)]
     pub kafka_fetch_max_bytes: u64,
+    /// Kafka's producer.id.expiration.ms: an idempotent producer that has not written to a
+    /// partition for this long has its sequence state there dropped (swept when another
+    /// producer first writes to that partition), so producer state cannot grow without bound.
+    #[arg(long, env = "BATON_KAFKA_PRODUCER_ID_EXPIRATION_MS",
+        default_value_t = baton_kafka::DEFAULT_PRODUCER_ID_EXPIRATION_MS)]
+    pub kafka_producer_id_expiration_ms: u64,
     /// Kafka's group.initial.rebalance.delay.ms: a new group's first
     /// rebalance waits this long for more members.
     #[arg(long, env = "BATON_KAFKA_INITIAL_REBALANCE_DELAY_MS", default_value_t = 3000)]
@@ -201,6 +207,7 @@ async fn start_kafka(
         max_message_bytes: a.kafka_max_message_bytes,
         max_uncompressed_batch_bytes: a.kafka_max_uncompressed_batch_bytes,
         fetch_max_bytes: a.kafka_fetch_max_bytes.max(1),
+        producer_id_expiration: Duration::from_millis(a.kafka_producer_id_expiration_ms),
         initial_rebalance_delay: Duration::from_millis(a.kafka_initial_rebalance_delay_ms),
         sasl_users,
         ..Default::default()
