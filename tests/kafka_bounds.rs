@@ -149,3 +149,31 @@ fn a_fetch_answer_stays_under_the_broker_cap() {
     let (_, r) = fetch_raw(&mut k, "one", &[0], -1);
     assert_eq!(records(r.responses[0].partitions[0].records.as_ref().unwrap()).len(), 1);
 }
+
+fn join(k: &mut Kafka, group: &str) -> JoinGroupResponse {
+    let req = JoinGroupRequest::default()
+        .with_group_id(GroupId(name(group)))
+        .with_session_timeout_ms(10_000)
+        .with_rebalance_timeout_ms(10_000)
+        .with_protocol_type(name("consumer"))
+        .with_protocols(vec![join_group_request::JoinGroupRequestProtocol::default()
+            .with_name(name("range"))
+            .with_metadata(bytes::Bytes::from_static(b"m"))]);
+    k.call(ApiKey::JoinGroup, 5, &req)
+}
+
+const MEMBER_ID_REQUIRED: i16 = 79;
+const GROUP_MAX_SIZE_REACHED: i16 = 81;
+
+/// Issue #12 item 6: no limit on Kafka groups and members. Ids handed out
+/// with MEMBER_ID_REQUIRED are held, so they count as members.
+#[test]
+fn groups_and_members_are_bounded() {
+    let (_s, port) = Server::start_kafka(&["--kafka-group-max-size", "2", "--kafka-max-groups", "2"]);
+    let mut k = Kafka::connect(port);
+    assert_eq!(join(&mut k, "a").error_code, MEMBER_ID_REQUIRED);
+    assert_eq!(join(&mut k, "a").error_code, MEMBER_ID_REQUIRED);
+    assert_eq!(join(&mut k, "a").error_code, GROUP_MAX_SIZE_REACHED, "a third member of a group of at most 2");
+    assert_eq!(join(&mut k, "b").error_code, MEMBER_ID_REQUIRED);
+    assert_eq!(join(&mut k, "c").error_code, GROUP_MAX_SIZE_REACHED, "a third group of at most 2");
+}

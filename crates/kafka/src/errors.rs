@@ -38,6 +38,7 @@ pub const MEMBER_ID_REQUIRED: i16 = E::MemberIdRequired.code();
 pub const FENCED_INSTANCE_ID: i16 = E::FencedInstanceId.code();
 pub const INVALID_RECORD: i16 = E::InvalidRecord.code();
 pub const UNKNOWN_PRODUCER_ID: i16 = E::UnknownProducerId.code();
+pub const GROUP_MAX_SIZE_REACHED: i16 = E::GroupMaxSizeReached.code();
 
 /// The Kafka code for an engine error.
 pub fn code_of(e: &CoreError) -> i16 {

@@ -25,6 +25,7 @@ mod sessions;
 mod topics;
 mod versions;
 
+pub use coordinator::{Limits as GroupLimits, DEFAULT_GROUP_MAX_SIZE, DEFAULT_MAX_GROUPS};
 pub use frame::{next_frame, parse, FrameError, ParseError, Parsed};
 pub use metrics::{CloseReason, KafkaStats};
 pub use sasl::SaslUsers;
@@ -72,6 +73,8 @@ pub struct KafkaConfig {
     /// Kafka's producer.id.expiration.ms: an idempotent producer that has not
     /// written to a partition for this long has its state there dropped.
     pub producer_id_expiration: Duration,
+    /// Groups the coordinator holds at once, and members per group.
+    pub group_limits: GroupLimits,
     /// Longest Fetch max_wait_ms honoured, whatever the client asks.
     pub max_fetch_wait: Duration,
     /// SASL/PLAIN accounts. When set, a connection must authenticate before
@@ -98,6 +101,7 @@ impl Default for KafkaConfig {
             initial_rebalance_delay: Duration::from_millis(3000),
             fetch_max_bytes: DEFAULT_FETCH_MAX_BYTES,
             max_fetch_wait: Duration::from_secs(30),
+            group_limits: GroupLimits::default(),
             producer_id_expiration: Duration::from_millis(DEFAULT_PRODUCER_ID_EXPIRATION_MS),
             sasl_users: None,
         }
@@ -128,7 +132,7 @@ impl KafkaServer {
         }
         let ctx = Arc::new(Ctx {
             engine,
-            groups: coordinator::Coordinator::new(cfg.initial_rebalance_delay),
+            groups: coordinator::Coordinator::with_limits(cfg.initial_rebalance_delay, cfg.group_limits),
             sessions: sessions::FetchSessions::new(),
             cfg,
             stats: Arc::new(KafkaStats::default()),

@@ -84,6 +84,14 @@ pub struct ServeArgs {
     #[arg(long, env = "BATON_KAFKA_PRODUCER_ID_EXPIRATION_MS",
         default_value_t = baton_kafka::DEFAULT_PRODUCER_ID_EXPIRATION_MS)]
     pub kafka_producer_id_expiration_ms: u64,
+    /// Consumer groups the Kafka coordinator holds at once; a JoinGroup that would make
+    /// one more gets GROUP_MAX_SIZE_REACHED.
+    #[arg(long, env = "BATON_KAFKA_MAX_GROUPS", default_value_t = baton_kafka::DEFAULT_MAX_GROUPS)]
+    pub kafka_max_groups: usize,
+    /// Kafka's group.max.size: members (and ids handed out to join) per consumer group; a
+    /// JoinGroup past it gets GROUP_MAX_SIZE_REACHED.
+    #[arg(long, env = "BATON_KAFKA_GROUP_MAX_SIZE", default_value_t = baton_kafka::DEFAULT_GROUP_MAX_SIZE)]
+    pub kafka_group_max_size: usize,
     /// Kafka's group.initial.rebalance.delay.ms: a new group's first
     /// rebalance waits this long for more members.
     #[arg(long, env = "BATON_KAFKA_INITIAL_REBALANCE_DELAY_MS", default_value_t = 3000)]
@@ -208,6 +216,7 @@ async fn start_kafka(
         max_uncompressed_batch_bytes: a.kafka_max_uncompressed_batch_bytes,
         fetch_max_bytes: a.kafka_fetch_max_bytes.max(1),
         producer_id_expiration: Duration::from_millis(a.kafka_producer_id_expiration_ms),
+        group_limits: baton_kafka::GroupLimits { max_groups: a.kafka_max_groups, max_members: a.kafka_group_max_size },
         initial_rebalance_delay: Duration::from_millis(a.kafka_initial_rebalance_delay_ms),
         sasl_users,
         ..Default::default()
