@@ -177,3 +177,65 @@ fn groups_and_members_are_bounded() {
     assert_eq!(join(&mut k, "b").error_code, MEMBER_ID_REQUIRED);
     assert_eq!(join(&mut k, "c").error_code, GROUP_MAX_SIZE_REACHED, "a third group of at most 2");
 }
+
+fn api_versions_ok(k: &mut Kafka) -> bool {
+    let r: ApiVersionsResponse = k.call(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    r.error_code == 0
+}
+
+/// Issue #12 item 11: idle connections were never closed (19,980 of them
+/// ran the process out of descriptors).
+#[test]
+fn an_idle_connection_is_closed_but_one_waiting_for_an_answer_is_not() {
+    let (_s, port) = Server::start_kafka(&["--kafka-connections-max-idle-ms", "300"]);
+    let mut idle = Kafka::connect(port);
+    assert!(api_versions_ok(&mut idle));
+    let mut polling = Kafka::connect(port);
+    polling.metadata(&["quiet"]);
+    // A long poll of 1.5 s (past the idle time) on an empty partition is
+    // still answered: a request in flight is not idleness.
+    let started = std::time::Instant::now();
+    let f = polling.fetch("quiet", 0, 0, 1500);
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1400), "it did wait");
+    assert_eq!(f.error_code, 0);
+    assert!(idle.closed(), "the connection that said nothing for 1.5 s is closed");
+}
+
+/// Issue #12 item 11: no cap on Kafka connections.
+#[test]
+fn connections_past_the_cap_are_closed_as_accepted() {
+    let (s, port) = Server::start_kafka(&["--kafka-max-connections", "2"]);
+    let mut a = Kafka::connect(port);
+    let mut b = Kafka::connect(port);
+    assert!(api_versions_ok(&mut a) && api_versions_ok(&mut b));
+    let mut c = Kafka::connect(port);
+    assert!(c.closed(), "a third connection is closed at once");
+    drop(a);
+    // The server notices the close asynchronously; then there is room again.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let mut d = Kafka::connect(port);
+        let cid = d.send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+        if let Some(mut raw) = d.recv_raw() {
+            let h = ResponseHeader::decode(&mut raw, 0).unwrap();
+            assert_eq!(h.correlation_id, cid);
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "room again after a close");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(api_versions_ok(&mut b), "the open ones are served throughout");
+    let metrics = {
+        use std::io::{Read, Write};
+        let mut t = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        write!(t, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut out = String::new();
+        t.read_to_string(&mut out).unwrap();
+        out
+    };
+    assert!(
+        metrics.lines().any(|l| l.starts_with("baton_kafka_connections_closed_total{reason=\"connection_limit\"}")
+            && !l.ends_with(" 0")),
+        "the refusals are counted"
+    );
+}

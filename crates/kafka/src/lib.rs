@@ -43,6 +43,10 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
 pub const DEFAULT_FETCH_MAX_BYTES: u64 = 57_671_680;
 /// Kafka's producer.id.expiration.ms default (one day).
 pub const DEFAULT_PRODUCER_ID_EXPIRATION_MS: u64 = 86_400_000;
+/// Kafka's connections.max.idle.ms default (10 minutes).
+pub const DEFAULT_CONNECTIONS_MAX_IDLE_MS: u64 = 600_000;
+/// Default of `--kafka-max-connections`.
+pub const DEFAULT_MAX_CONNECTIONS: u64 = 10_000;
 /// Default bound on what one produced compressed batch may expand to (64 MiB).
 pub const DEFAULT_MAX_UNCOMPRESSED_BATCH_BYTES: u64 = 64 << 20;
 /// Readers decode stored batches with kafka-protocol, which refuses past this
@@ -75,6 +79,11 @@ pub struct KafkaConfig {
     pub producer_id_expiration: Duration,
     /// Groups the coordinator holds at once, and members per group.
     pub group_limits: GroupLimits,
+    /// Kafka's connections.max.idle.ms: a connection with nothing read and no
+    /// answer pending for this long is closed.
+    pub connections_max_idle: Duration,
+    /// Connections open at once; one more is closed as it is accepted.
+    pub max_connections: u64,
     /// Longest Fetch max_wait_ms honoured, whatever the client asks.
     pub max_fetch_wait: Duration,
     /// SASL/PLAIN accounts. When set, a connection must authenticate before
@@ -101,6 +110,8 @@ impl Default for KafkaConfig {
             initial_rebalance_delay: Duration::from_millis(3000),
             fetch_max_bytes: DEFAULT_FETCH_MAX_BYTES,
             max_fetch_wait: Duration::from_secs(30),
+            connections_max_idle: Duration::from_millis(DEFAULT_CONNECTIONS_MAX_IDLE_MS),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             group_limits: GroupLimits::default(),
             producer_id_expiration: Duration::from_millis(DEFAULT_PRODUCER_ID_EXPIRATION_MS),
             sasl_users: None,
@@ -153,20 +164,38 @@ impl KafkaServer {
         self.ctx.stats.clone()
     }
 
-    /// Accept connections until the task is dropped or aborted.
+    /// Accept connections until the task is dropped or aborted. Never ends
+    /// on its own: an accept failure (out of descriptors: EMFILE, ENFILE) is
+    /// logged and retried after a back-off that grows to a second, so the
+    /// listener outlives the shortage.
     pub async fn run(self) {
         let _ticker = AbortOnDrop(tokio::spawn(tick_loop(self.ctx.clone())));
+        let mut backoff = Duration::from_millis(10);
         loop {
             match self.listener.accept().await {
                 Ok((stream, peer)) => {
-                    KafkaStats::bump(&self.ctx.stats.connections);
+                    backoff = Duration::from_millis(10);
+                    let stats = &self.ctx.stats;
+                    let open = stats.open();
+                    KafkaStats::bump(&stats.connections);
+                    if open >= self.ctx.cfg.max_connections {
+                        stats.close(CloseReason::OverLimit);
+                        let n = stats.closed(CloseReason::OverLimit);
+                        // One line per 100 refusals: a flood must not flood the log too.
+                        if n % 100 == 1 {
+                            tracing::warn!(%peer, max = self.ctx.cfg.max_connections, refused_total = n,
+                                "kafka: connection refused, --kafka-max-connections are open");
+                        }
+                        drop(stream);
+                        continue;
+                    }
                     let _ = stream.set_nodelay(true);
                     tokio::spawn(conn::serve(stream, peer, self.ctx.clone()));
                 }
                 Err(e) => {
-                    // Out of descriptors and the like: back off instead of spinning.
-                    tracing::warn!(error = %e, "kafka: accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "kafka: accept failed");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
                 }
             }
         }

@@ -92,6 +92,15 @@ pub struct ServeArgs {
     /// JoinGroup past it gets GROUP_MAX_SIZE_REACHED.
     #[arg(long, env = "BATON_KAFKA_GROUP_MAX_SIZE", default_value_t = baton_kafka::DEFAULT_GROUP_MAX_SIZE)]
     pub kafka_group_max_size: usize,
+    /// Kafka's connections.max.idle.ms: a Kafka connection with nothing read and no answer
+    /// pending for this long is closed.
+    #[arg(long, env = "BATON_KAFKA_CONNECTIONS_MAX_IDLE_MS",
+        default_value_t = baton_kafka::DEFAULT_CONNECTIONS_MAX_IDLE_MS)]
+    pub kafka_connections_max_idle_ms: u64,
+    /// Kafka connections open at once; one more is closed as soon as it is accepted
+    /// (counted as baton_kafka_connections_closed_total{reason="connection_limit"}).
+    #[arg(long, env = "BATON_KAFKA_MAX_CONNECTIONS", default_value_t = baton_kafka::DEFAULT_MAX_CONNECTIONS)]
+    pub kafka_max_connections: u64,
     /// Kafka's group.initial.rebalance.delay.ms: a new group's first
     /// rebalance waits this long for more members.
     #[arg(long, env = "BATON_KAFKA_INITIAL_REBALANCE_DELAY_MS", default_value_t = 3000)]
@@ -216,6 +225,8 @@ async fn start_kafka(
         max_uncompressed_batch_bytes: a.kafka_max_uncompressed_batch_bytes,
         fetch_max_bytes: a.kafka_fetch_max_bytes.max(1),
         producer_id_expiration: Duration::from_millis(a.kafka_producer_id_expiration_ms),
+        connections_max_idle: Duration::from_millis(a.kafka_connections_max_idle_ms.max(1)),
+        max_connections: a.kafka_max_connections,
         group_limits: baton_kafka::GroupLimits { max_groups: a.kafka_max_groups, max_members: a.kafka_group_max_size },
         initial_rebalance_delay: Duration::from_millis(a.kafka_initial_rebalance_delay_ms),
         sasl_users,
