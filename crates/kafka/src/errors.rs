@@ -45,6 +45,8 @@ pub fn code_of(e: &CoreError) -> i16 {
     match (e.kind, e.code) {
         // The WAL failed or the engine is stopping: retriable in every client.
         (ErrorKind::Unavailable, _) => KAFKA_STORAGE_ERROR,
+        // The planner's own refusal of the queue-mode group (I6).
+        (_, "reserved_group") => INVALID_GROUP_ID,
         (ErrorKind::NotFound, _) => UNKNOWN_TOPIC_OR_PARTITION,
         (_, "invalid_topic" | "invalid_name" | "invalid_queue") => INVALID_TOPIC,
         (ErrorKind::TooLarge, _) => MESSAGE_TOO_LARGE,
