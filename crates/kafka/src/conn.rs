@@ -12,7 +12,8 @@
 //! requests are answered here because they change that state, and nothing
 //! else is started before authentication. Each request is counted when read
 //! and timed when its answer is ready; the connection's end is counted once,
-//! with its reason.
+//! with its reason. A connection with nothing read and nothing in flight for
+//! the idle time is closed, so idle clients cannot hold descriptors forever.
 
 use crate::frame::{self, Parsed};
 use crate::metrics::CloseReason;

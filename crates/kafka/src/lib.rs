@@ -226,11 +226,15 @@ async fn tick_loop(ctx: Arc<Ctx>) {
 
 /// The fuzz harness's entry (crates/kafka/fuzz): everything a hostile client
 /// can reach without the engine. Cut frames from `data`, decode each, check
-/// Produce batches as the produce path would, and encode the error answer the
-/// connection would send. Must never panic.
+/// Produce batches as the produce path would (and the whole input as record
+/// batches, so the record walk and the decompressors see every byte without
+/// a request around them), collect a Fetch's partitions as a session would,
+/// and encode the error answer the connection would send. Must never panic.
 #[doc(hidden)]
 pub fn fuzz_request(data: &[u8]) {
     use kafka_protocol::messages::RequestKind;
+    let _ = records::split_batches(data, 1 << 20);
+    let sessions = sessions::FetchSessions::new();
     let mut buf = bytes::BytesMut::from(data);
     let mut frames = Vec::new();
     while let Ok(Some(f)) = frame::next_frame(&mut buf, 1 << 20) {
@@ -249,6 +253,9 @@ pub fn fuzz_request(data: &[u8]) {
                     let _ = records::split_batches(part.records.as_deref().unwrap_or_default(), 1 << 20);
                 }
             }
+        }
+        if let RequestKind::Fetch(f) = &req.body {
+            let _ = sessions.open(f, req.version, std::time::Instant::now());
         }
         if let Some(body) = errors::error_response(&req.body, req.version, errors::UNSUPPORTED_VERSION) {
             let _ = frame::encode_response(req.header.correlation_id, req.api, req.version, &body);
