@@ -219,3 +219,27 @@ pub fn with_base(b: &Bytes, base: i64) -> Vec<u8> {
     v[0..8].copy_from_slice(&base.to_be_bytes());
     v
 }
+
+/// CRC-32C (Castagnoli), bit by bit: the tests need it to forge batches
+/// whose header lies while the checksum still holds.
+pub fn crc32c(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0x82f6_3b78 } else { crc >> 1 };
+        }
+    }
+    !crc
+}
+
+/// Make a v2 batch claim `count` records (record count and last offset
+/// delta agree with each other, not with the records) and fix its CRC.
+pub fn claim_records(b: &Bytes, count: i32) -> Bytes {
+    let mut v = b.to_vec();
+    v[57..61].copy_from_slice(&count.to_be_bytes());
+    v[23..27].copy_from_slice(&(count - 1).to_be_bytes());
+    let crc = crc32c(&v[21..]);
+    v[17..21].copy_from_slice(&crc.to_be_bytes());
+    Bytes::from(v)
+}

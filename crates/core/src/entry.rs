@@ -133,6 +133,12 @@ pub enum Effect {
     HashKey {
         key: [u64; 2],
     },
+    /// Idle idempotent producers' state dropped from a partition (Kafka's
+    /// producer.id.expiration.ms). Planned, so replay drops the same ones (I1).
+    ExpireProducers {
+        part: PartId,
+        producers: Vec<i64>,
+    },
 }
 
 impl Entry {
@@ -152,6 +158,7 @@ impl Entry {
                     }
                     Effect::Configure { queue, .. } => queue.len(),
                     Effect::CreatePartition { name, .. } | Effect::CreateGroup { name, .. } => name.len(),
+                    Effect::ExpireProducers { producers, .. } => 8 * producers.len(),
                     _ => 0,
                 }
             })

@@ -8,6 +8,7 @@ use crate::entry::Effect;
 use crate::model::*;
 use crate::plan::Planner;
 use baton_wire::BatchHeader;
+use std::collections::HashMap;
 
 /// Kafka's own error codes for produce outcomes the state decides.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +22,8 @@ pub enum ProduceOutcome {
     },
     OutOfOrderSequence,
     InvalidProducerEpoch,
+    /// The batch names a producer id InitProducerId never gave out.
+    UnknownProducerId(i64),
     CorruptMessage(String),
     UnknownTopicOrPartition,
 }
@@ -29,9 +32,36 @@ pub enum ProduceOutcome {
 pub struct ProduceRequest {
     pub topic: String,
     pub partition: String,
+    /// Whole v2 batches whose record count the Kafka door has verified
+    /// against the records present (compressed ones too: baton-kafka's
+    /// records.rs). Planning does work per record, so it must never be
+    /// handed a count that is only the client's claim.
     pub batches: Vec<Vec<u8>>,
     /// Create the topic's partition if missing (auto-create on).
     pub create: bool,
+    /// Kafka's producer.id.expiration.ms, in µs: a producer that has not
+    /// written to the partition for this long has its state dropped.
+    pub producer_expiry: Micros,
+}
+
+/// Kafka's producer.id.expiration.ms default: one day.
+pub const DEFAULT_PRODUCER_EXPIRY: Micros = 86_400_000_000;
+
+impl ProduceRequest {
+    /// A produce that stores nothing. Like every request that changes
+    /// nothing, it is answered only once every frame planned before it is
+    /// durable (D2), so a reader of the planned state (a Query) that sends
+    /// one after its read and waits for it never shows what could still
+    /// vanish. On a latched node it is refused, as every write is.
+    pub fn barrier() -> ProduceRequest {
+        ProduceRequest {
+            topic: String::new(),
+            partition: String::new(),
+            batches: Vec::new(),
+            create: false,
+            producer_expiry: DEFAULT_PRODUCER_EXPIRY,
+        }
+    }
 }
 
 /// Producer fields of a v2 batch header.
@@ -40,6 +70,11 @@ fn producer_of(b: &[u8]) -> (i64, i16, i32) {
     let epoch = i16::from_be_bytes(b[51..53].try_into().expect("header checked"));
     let seq = i32::from_be_bytes(b[53..57].try_into().expect("header checked"));
     (pid, epoch, seq)
+}
+
+/// `seq` moved on by `n`, as Kafka counts: after i32::MAX comes 0.
+pub fn next_seq(seq: i32, n: u32) -> i32 {
+    ((seq as i64 + n as i64) % (i32::MAX as i64 + 1)) as i32
 }
 
 impl Planner {
@@ -79,22 +114,43 @@ impl Planner {
             self.create_topic(&r.topic, n + 1)?;
             return self.produce(r);
         };
-        let mut first_base = None;
-        for (mut b, h) in r.batches.into_iter().zip(parsed) {
-            let (pid, epoch, seq) = producer_of(&b);
+        // Every batch is decided before any effect is emitted: a partition's
+        // batches in one ProduceRequest are stored all or none, so a batch
+        // refused late must not leave the ones before it behind.
+        let mut planned: HashMap<i64, (i16, i32)> = HashMap::new();
+        let mut seqs = Vec::with_capacity(parsed.len());
+        for (b, h) in r.batches.iter().zip(&parsed) {
+            let (pid, epoch, seq) = producer_of(b);
             let count = h.record_count;
+            if pid < 0 || seq < 0 {
+                seqs.push(None);
+                continue;
+            }
+            if pid >= self.state.next_producer {
+                return Ok(ProduceOutcome::UnknownProducerId(pid));
+            }
+            let last_seq = next_seq(seq, count - 1);
             let p = &self.state.parts[&part];
-            if pid >= 0 && seq >= 0 {
-                if let Some(st) = p.producers.get(&pid) {
+            match (planned.get(&pid), p.producers.get(&pid)) {
+                // A later batch of a producer this request already moved.
+                (Some(&(e, last)), _) => {
+                    if epoch < e {
+                        return Ok(ProduceOutcome::InvalidProducerEpoch);
+                    }
+                    if seq != if epoch == e { next_seq(last, 1) } else { 0 } {
+                        return Ok(ProduceOutcome::OutOfOrderSequence);
+                    }
+                }
+                (None, Some(st)) => {
                     if epoch < st.epoch {
                         return Ok(ProduceOutcome::InvalidProducerEpoch);
                     }
                     if epoch == st.epoch {
-                        let last_seq = seq.wrapping_add(count as i32 - 1);
+                        // A retry: Kafka answers the whole append as the duplicate.
                         if let Some((_, _, off)) = st.recent.iter().find(|(f, l, _)| *f == seq && *l == last_seq) {
                             return Ok(ProduceOutcome::Duplicate { base_offset: *off });
                         }
-                        let expected = st.recent.back().map(|(_, l, _)| l.wrapping_add(1)).unwrap_or(0);
+                        let expected = st.recent.back().map(|(_, l, _)| next_seq(*l, 1)).unwrap_or(0);
                         if seq != expected {
                             return Ok(ProduceOutcome::OutOfOrderSequence);
                         }
@@ -102,27 +158,60 @@ impl Planner {
                         return Ok(ProduceOutcome::OutOfOrderSequence);
                     }
                 }
+                (None, None) => {}
             }
+            planned.insert(pid, (epoch, last_seq));
+            seqs.push(Some((pid, epoch, seq, last_seq)));
+        }
+        let entering = planned.keys().any(|pid| !self.state.parts[&part].producers.contains_key(pid));
+        let mut first_base = None;
+        for ((mut b, h), seq) in r.batches.into_iter().zip(parsed).zip(seqs) {
+            let count = h.record_count;
+            let p = &self.state.parts[&part];
             let base = p.end;
             baton_wire::set_base_offset(&mut b, base);
             let name = p.name.clone();
             let txids = (0..count as u64).map(|i| self.state.txid_hash(&format!("{name}-{}", base + i))).collect();
             self.emit_pub(Effect::Append { part, count, txids, dedup: Vec::new(), batch: b.into() })?;
-            if pid >= 0 && seq >= 0 {
-                let last_seq = seq.wrapping_add(count as i32 - 1);
-                self.emit_pub(Effect::ProducerSeq {
-                    part,
-                    producer: pid,
-                    epoch,
-                    first_seq: seq,
-                    last_seq,
-                    base_offset: base,
-                })?;
+            if let Some((producer, epoch, first_seq, last_seq)) = seq {
+                self.emit_pub(Effect::ProducerSeq { part, producer, epoch, first_seq, last_seq, base_offset: base })?;
             }
             self.pushed_queues.insert(self.state.parts[&part].queue);
             first_base.get_or_insert(base);
         }
+        // Producer state is swept when a producer enters the partition, the
+        // only time the map grows, so it holds at most the producers that
+        // wrote in the last `producer_expiry`; the cost is paid by growth.
+        if entering {
+            self.expire_producers(part, &planned, r.producer_expiry)?;
+        }
         Ok(ProduceOutcome::Appended { base_offset: first_base.unwrap_or(0) })
+    }
+
+    /// Drop the state of the partition's producers idle for `expiry`: their
+    /// last batch was written that long ago, or is no longer stored. Those
+    /// of the request being planned are kept.
+    fn expire_producers(
+        &mut self,
+        part: PartId,
+        keep: &HashMap<i64, (i16, i32)>,
+        expiry: Micros,
+    ) -> Result<(), CoreError> {
+        let now = self.now();
+        let p = &self.state.parts[&part];
+        let idle: Vec<i64> = p
+            .producers
+            .iter()
+            .filter(|(id, st)| {
+                let last = st.recent.back().and_then(|(_, _, off)| p.ts_of(*off));
+                !keep.contains_key(id) && last.is_none_or(|t| t.saturating_add(expiry) <= now)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        if !idle.is_empty() {
+            self.emit_pub(Effect::ExpireProducers { part, producers: idle })?;
+        }
+        Ok(())
     }
 
     pub fn init_producer(&mut self) -> Result<i64, CoreError> {
@@ -151,5 +240,18 @@ impl Planner {
                 self.emit_pub(Effect::Commit { part, group: gid, offset: *off })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_seq;
+
+    #[test]
+    fn sequences_wrap_to_zero_after_i32_max() {
+        assert_eq!(next_seq(0, 4), 4);
+        assert_eq!(next_seq(i32::MAX, 1), 0);
+        assert_eq!(next_seq(i32::MAX - 1, 3), 1);
+        assert_eq!(next_seq(i32::MAX, 0), i32::MAX);
     }
 }

@@ -414,6 +414,7 @@ fn kafka_idempotent_producer_drops_retries_and_refuses_gaps() {
             partition: "1".into(),
             batches: vec![b],
             create: false,
+            producer_expiry: crate::kafka_ops::DEFAULT_PRODUCER_EXPIRY,
         });
         f.done();
         r.unwrap()
@@ -437,6 +438,7 @@ fn kafka_idempotent_producer_drops_retries_and_refuses_gaps() {
         partition: "0".into(),
         batches: vec![kafka_batch(1, -1, -1, -1)],
         create: false,
+        producer_expiry: crate::kafka_ops::DEFAULT_PRODUCER_EXPIRY,
     });
     assert_eq!(r.unwrap(), O::UnknownTopicOrPartition);
 }

@@ -636,6 +636,13 @@ impl State {
                     }
                 }
             }
+            Effect::ExpireProducers { part, producers } => {
+                if let Some(p) = self.parts.get_mut(part) {
+                    for id in producers {
+                        p.producers.remove(id);
+                    }
+                }
+            }
             Effect::DeleteQueue { queue } => {
                 if let Some(q) = self.queues.remove(queue) {
                     self.queue_ids.remove(&q.name);

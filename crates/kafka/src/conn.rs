@@ -12,7 +12,8 @@
 //! requests are answered here because they change that state, and nothing
 //! else is started before authentication. Each request is counted when read
 //! and timed when its answer is ready; the connection's end is counted once,
-//! with its reason.
+//! with its reason. A connection with nothing read and nothing in flight for
+//! the idle time is closed, so idle clients cannot hold descriptors forever.
 
 use crate::frame::{self, Parsed};
 use crate::metrics::CloseReason;
@@ -23,6 +24,7 @@ use kafka_protocol::messages::ApiKey;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
@@ -67,7 +69,13 @@ fn start(mut fut: Pending) -> Slot {
 pub async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) {
     let (mut rd, wr) = stream.into_split();
     let (tx, rx) = mpsc::channel::<Item>(MAX_IN_FLIGHT);
-    let writer = tokio::spawn(write_loop(wr, rx, peer, ctx.stats.clone()));
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let writer = tokio::spawn(write_loop(wr, rx, peer, ctx.stats.clone(), in_flight.clone()));
+    // Every item sent is counted here and uncounted by the writer once written.
+    let send = |item: Item| {
+        in_flight.fetch_add(1, Relaxed);
+        tx.send(item)
+    };
     let mut gate = Gate::new(ctx.cfg.sasl_users.clone());
     let mut buf = BytesMut::with_capacity(16 << 10);
     let end: Option<(CloseReason, String)> = loop {
@@ -80,7 +88,7 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) {
                     match gate.raw_token(&token, &ctx.stats) {
                         Ok(reply) => {
                             let item = Item { slot: Slot::Done(Ok(Some(reply))), api: None, at };
-                            if tx.send(item).await.is_err() {
+                            if send(item).await.is_err() {
                                 break None;
                             }
                             continue;
@@ -124,7 +132,7 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) {
                             (start(Box::pin(handler::handle(ctx.clone(), parsed, peer))), None)
                         }
                     };
-                    if tx.send(Item { slot, api: Some(api), at }).await.is_err() {
+                    if send(Item { slot, api: Some(api), at }).await.is_err() {
                         break None;
                     }
                     if let Some(reason) = close {
@@ -135,7 +143,16 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) {
                 Ok(None) => {}
             }
         }
-        match rd.read_buf(&mut buf).await {
+        let read = match tokio::time::timeout(ctx.cfg.connections_max_idle, rd.read_buf(&mut buf)).await {
+            Ok(r) => r,
+            // A request still being answered (a long poll) is not idleness.
+            Err(_) if in_flight.load(Relaxed) > 0 => continue,
+            Err(_) => {
+                let ms = ctx.cfg.connections_max_idle.as_millis();
+                break Some((CloseReason::Idle, format!("idle for {ms} ms (kafka connections max idle)")));
+            }
+        };
+        match read {
             Ok(0) if buf.is_empty() => break None,
             Ok(0) => {
                 let reason = format!("connection closed inside a frame ({} bytes unread)", buf.len());
@@ -183,15 +200,27 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) {
     }
 }
 
+/// Uncounts one in-flight item when its answer is done with, however the
+/// writer leaves the loop.
+struct Uncount<'a>(&'a AtomicUsize);
+
+impl Drop for Uncount<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
+
 /// Returns why it stopped early, if it did.
 async fn write_loop(
     wr: OwnedWriteHalf,
     mut rx: mpsc::Receiver<Item>,
     peer: SocketAddr,
     stats: Arc<KafkaStats>,
+    in_flight: Arc<AtomicUsize>,
 ) -> Option<CloseReason> {
     let mut w = BufWriter::with_capacity(64 << 10, wr);
     while let Some(item) = rx.recv().await {
+        let _done = Uncount(&in_flight);
         let reply = match item.slot {
             Slot::Done(r) => r,
             Slot::Pending(f) => {

@@ -315,7 +315,29 @@ impl Group {
 pub struct Coordinator {
     groups: Mutex<HashMap<String, Group>>,
     initial_delay: Duration,
+    limits: Limits,
 }
+
+/// How much membership untrusted clients may make: groups held at once, and
+/// members per group (ids handed out with MEMBER_ID_REQUIRED count, since
+/// they are held too). Past either a join gets GROUP_MAX_SIZE_REACHED.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_groups: usize,
+    pub max_members: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_groups: DEFAULT_MAX_GROUPS, max_members: DEFAULT_GROUP_MAX_SIZE }
+    }
+}
+
+/// Default of `--kafka-max-groups`.
+pub const DEFAULT_MAX_GROUPS: usize = 10_000;
+/// Default of `--kafka-group-max-size` (Kafka's group.max.size has none; a
+/// bound is needed here because members cost memory).
+pub const DEFAULT_GROUP_MAX_SIZE: usize = 1_000;
 
 fn new_member_id(client_id: &str) -> String {
     format!("{client_id}-{}", uuid::Uuid::now_v7())
@@ -326,8 +348,13 @@ fn join_error(error: i16, member_id: &str) -> Reply<JoinOutcome> {
 }
 
 impl Coordinator {
+    #[cfg(test)]
     pub fn new(initial_delay: Duration) -> Coordinator {
-        Coordinator { groups: Mutex::new(HashMap::new()), initial_delay }
+        Coordinator::with_limits(initial_delay, Limits::default())
+    }
+
+    pub fn with_limits(initial_delay: Duration, limits: Limits) -> Coordinator {
+        Coordinator { groups: Mutex::new(HashMap::new()), initial_delay, limits }
     }
 
     pub fn join(&self, a: JoinArgs, now: Instant) -> Reply<JoinOutcome> {
@@ -341,7 +368,19 @@ impl Coordinator {
             return join_error(INCONSISTENT_GROUP_PROTOCOL, &a.member_id);
         }
         let mut groups = self.groups.lock();
+        if !groups.contains_key(&a.group) && groups.len() >= self.limits.max_groups {
+            tracing::warn!(group = %a.group, max = self.limits.max_groups,
+                "kafka: join refused, the coordinator holds --kafka-max-groups groups");
+            return join_error(GROUP_MAX_SIZE_REACHED, &a.member_id);
+        }
         let g = groups.entry(a.group.clone()).or_insert_with(Group::new);
+        // Only a join that adds an id can make the group too big.
+        let adds = a.member_id.is_empty() && !a.instance_id.as_ref().is_some_and(|i| g.statics.contains_key(i));
+        if adds && g.members.len() + g.pending.len() >= self.limits.max_members {
+            tracing::warn!(group = %a.group, max = self.limits.max_members,
+                "kafka: join refused, the group has --kafka-group-max-size members");
+            return join_error(GROUP_MAX_SIZE_REACHED, &a.member_id);
+        }
         if !g.compatible(&a.member_id, &a.protocol_type, &a.protocols) {
             return join_error(INCONSISTENT_GROUP_PROTOCOL, &a.member_id);
         }

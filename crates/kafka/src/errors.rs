@@ -37,12 +37,16 @@ pub const INVALID_FETCH_SESSION_EPOCH: i16 = E::InvalidFetchSessionEpoch.code();
 pub const MEMBER_ID_REQUIRED: i16 = E::MemberIdRequired.code();
 pub const FENCED_INSTANCE_ID: i16 = E::FencedInstanceId.code();
 pub const INVALID_RECORD: i16 = E::InvalidRecord.code();
+pub const UNKNOWN_PRODUCER_ID: i16 = E::UnknownProducerId.code();
+pub const GROUP_MAX_SIZE_REACHED: i16 = E::GroupMaxSizeReached.code();
 
 /// The Kafka code for an engine error.
 pub fn code_of(e: &CoreError) -> i16 {
     match (e.kind, e.code) {
         // The WAL failed or the engine is stopping: retriable in every client.
         (ErrorKind::Unavailable, _) => KAFKA_STORAGE_ERROR,
+        // The planner's own refusal of the queue-mode group (I6).
+        (_, "reserved_group") => INVALID_GROUP_ID,
         (ErrorKind::NotFound, _) => UNKNOWN_TOPIC_OR_PARTITION,
         (_, "invalid_topic" | "invalid_name" | "invalid_queue") => INVALID_TOPIC,
         (ErrorKind::TooLarge, _) => MESSAGE_TOO_LARGE,

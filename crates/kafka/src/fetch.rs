@@ -42,7 +42,10 @@ pub async fn fetch(ctx: &Ctx, req: FetchRequest, version: i16) -> FetchResponse 
     topics.sort();
     topics.dedup();
     let min_bytes = req.min_bytes.max(0) as u64;
-    let max_bytes = if req.max_bytes > 0 { req.max_bytes as u64 } else { u64::MAX };
+    // Kafka's fetch.max.bytes: the broker's cap wins over what the client
+    // asks, and "no limit" (<= 0) is the cap, so one answer stays bounded.
+    let cap = ctx.cfg.fetch_max_bytes;
+    let max_bytes = if req.max_bytes > 0 { (req.max_bytes as u64).min(cap) } else { cap };
     let parts = loop {
         // Arm the notifiers before looking, so a produce that lands between
         // the look and the wait still wakes us.
@@ -125,7 +128,8 @@ async fn read(ctx: &Ctx, wants: &[Want], max_bytes: u64) -> Vec<Part> {
                 queue: p.want.topic.clone(),
                 partition: p.want.partition.to_string(),
                 offset: p.want.offset as u64,
-                max_bytes: p.want.max_bytes.max(1) as u64,
+                // No partition is read past what the whole answer may carry.
+                max_bytes: (p.want.max_bytes.max(1) as u64).min(max_bytes),
             });
             idx.push(i);
         }

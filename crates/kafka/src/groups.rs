@@ -21,6 +21,14 @@ use std::time::{Duration, Instant};
 
 const KEY_TYPE_GROUP: i8 = 0;
 
+/// The queue-mode group is Baton's own (I6): its cursors are what queue-mode
+/// pops acked. No Kafka group API may join, commit, read, describe or delete
+/// it (a delete made every acked message come back), so every one answers
+/// INVALID_GROUP_ID for it, at the door, before the coordinator or the engine.
+fn reserved(group: &str) -> bool {
+    group == QUEUE_MODE
+}
+
 fn ms(v: i32) -> Duration {
     Duration::from_millis(v.max(0) as u64)
 }
@@ -37,7 +45,9 @@ pub fn find_coordinator(ctx: &Ctx, req: FindCoordinatorRequest, version: i16) ->
     };
     let host = s(ctx.cfg.advertised_host.clone());
     let port = ctx.cfg.advertised_port;
+    let refuse = |key: &str| req.key_type == KEY_TYPE_GROUP && reserved(key);
     if version < 4 {
+        let (code, message) = if refuse(&req.key) { (INVALID_GROUP_ID, None) } else { (code, message) };
         let r = FindCoordinatorResponse::default().with_error_code(code).with_error_message(message);
         return if code == NONE {
             r.with_node_id(0.into()).with_host(host).with_port(port)
@@ -49,7 +59,8 @@ pub fn find_coordinator(ctx: &Ctx, req: FindCoordinatorRequest, version: i16) ->
         .coordinator_keys
         .into_iter()
         .map(|k| {
-            let c = Coordinator::default().with_key(k).with_error_code(code).with_error_message(message.clone());
+            let (code, message) = if refuse(&k) { (INVALID_GROUP_ID, None) } else { (code, message.clone()) };
+            let c = Coordinator::default().with_key(k).with_error_code(code).with_error_message(message);
             if code == NONE {
                 c.with_node_id(0.into()).with_host(host.clone()).with_port(port)
             } else {
@@ -80,7 +91,12 @@ pub async fn join_group(
         require_known_member_id: version >= 4,
     };
     let member = args.member_id.clone();
-    let out = match ctx.groups.join(args, Instant::now()) {
+    let reply = if reserved(&args.group) {
+        Reply::Now(JoinOutcome { error: INVALID_GROUP_ID, member_id: member.clone(), ..Default::default() })
+    } else {
+        ctx.groups.join(args, Instant::now())
+    };
+    let out = match reply {
         Reply::Now(o) => o,
         Reply::Later(rx) => rx.await.unwrap_or_else(|_| JoinOutcome {
             error: UNKNOWN_MEMBER_ID,
@@ -117,6 +133,9 @@ pub async fn join_group(
 }
 
 pub async fn sync_group(ctx: &Ctx, req: SyncGroupRequest, version: i16) -> SyncGroupResponse {
+    if reserved(&req.group_id) {
+        return SyncGroupResponse::default().with_error_code(INVALID_GROUP_ID);
+    }
     let assignments = req.assignments.iter().map(|a| (a.member_id.to_string(), a.assignment.clone())).collect();
     let reply = ctx.groups.sync(
         &req.group_id,
@@ -141,6 +160,9 @@ pub async fn sync_group(ctx: &Ctx, req: SyncGroupRequest, version: i16) -> SyncG
 }
 
 pub fn heartbeat(ctx: &Ctx, req: HeartbeatRequest) -> HeartbeatResponse {
+    if reserved(&req.group_id) {
+        return HeartbeatResponse::default().with_error_code(INVALID_GROUP_ID);
+    }
     let code = ctx.groups.heartbeat(
         &req.group_id,
         req.generation_id,
@@ -152,6 +174,9 @@ pub fn heartbeat(ctx: &Ctx, req: HeartbeatRequest) -> HeartbeatResponse {
 }
 
 pub fn leave_group(ctx: &Ctx, req: LeaveGroupRequest, version: i16) -> LeaveGroupResponse {
+    if reserved(&req.group_id) {
+        return LeaveGroupResponse::default().with_error_code(INVALID_GROUP_ID);
+    }
     if version < 3 {
         let codes = ctx.groups.leave(&req.group_id, &[(req.member_id.to_string(), None)], Instant::now());
         return LeaveGroupResponse::default().with_error_code(codes[0]);
@@ -178,7 +203,7 @@ pub fn leave_group(ctx: &Ctx, req: LeaveGroupRequest, version: i16) -> LeaveGrou
 
 pub async fn offset_commit(ctx: &Ctx, req: OffsetCommitRequest, version: i16) -> OffsetCommitResponse {
     let instance = if version >= 7 { req.group_instance_id.as_deref() } else { None };
-    let gate = if req.group_id.is_empty() {
+    let gate = if req.group_id.is_empty() || reserved(&req.group_id) {
         INVALID_GROUP_ID
     } else {
         ctx.groups.check_commit(
@@ -260,6 +285,10 @@ async fn committed(ctx: &Ctx, group: &str, topics: Option<Vec<String>>) -> Resul
             Err(e) => return Err(code_of(&e)),
         },
     }
+    // The queries read the planner's state, which holds commits planned but
+    // not yet durable (D1); answering only after a barrier planned after the
+    // reads is durable shows only committed offsets whose entry is durable.
+    ctx.engine.produce(baton_core::kafka_ops::ProduceRequest::barrier()).await.map_err(|e| code_of(&e))?;
     Ok(out)
 }
 
@@ -327,6 +356,9 @@ async fn offsets_for(
     group: &str,
     wanted: Option<Vec<(String, Vec<i32>)>>,
 ) -> (i16, Vec<(String, Vec<(i32, i64)>)>) {
+    if reserved(group) {
+        return (INVALID_GROUP_ID, Vec::new());
+    }
     let names = wanted.as_ref().map(|w| w.iter().map(|(t, _)| t.clone()).collect());
     let found = match committed(ctx, group, names).await {
         Ok(f) => f,
@@ -359,7 +391,8 @@ async fn offset_only_groups(ctx: &Ctx) -> Vec<String> {
 }
 
 pub async fn list_groups(ctx: &Ctx, req: ListGroupsRequest, version: i16) -> ListGroupsResponse {
-    let live = ctx.groups.list();
+    let mut live = ctx.groups.list();
+    live.retain(|(n, _, _)| !reserved(n));
     let mut all: Vec<(String, String, &'static str)> =
         live.iter().map(|(n, t, st)| (n.clone(), t.clone(), st.name())).collect();
     for n in offset_only_groups(ctx).await {
@@ -392,6 +425,10 @@ pub async fn describe_groups(ctx: &Ctx, req: DescribeGroupsRequest, version: i16
     let mut out = Vec::new();
     for g in req.groups {
         let mut d = DescribedGroup::default().with_group_id(g.clone());
+        if reserved(&g) {
+            out.push(d.with_error_code(INVALID_GROUP_ID));
+            continue;
+        }
         match ctx.groups.describe(&g) {
             Some(sum) => {
                 d.group_state = s(sum.state.name());
@@ -432,7 +469,8 @@ pub async fn describe_groups(ctx: &Ctx, req: DescribeGroupsRequest, version: i16
 pub async fn delete_groups(ctx: &Ctx, req: DeleteGroupsRequest) -> DeleteGroupsResponse {
     let mut out = Vec::new();
     for g in req.groups_names {
-        let code = match ctx.groups.delete(&g) {
+        let refused = if reserved(&g) { Err(INVALID_GROUP_ID) } else { ctx.groups.delete(&g) };
+        let code = match refused {
             Err(code) => code,
             Ok(()) => match ctx.engine.delete_group(g.to_string()).await {
                 Ok(()) => NONE,

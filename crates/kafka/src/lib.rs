@@ -25,6 +25,7 @@ mod sessions;
 mod topics;
 mod versions;
 
+pub use coordinator::{Limits as GroupLimits, DEFAULT_GROUP_MAX_SIZE, DEFAULT_MAX_GROUPS};
 pub use frame::{next_frame, parse, FrameError, ParseError, Parsed};
 pub use metrics::{CloseReason, KafkaStats};
 pub use sasl::SaslUsers;
@@ -38,6 +39,19 @@ use tokio::net::TcpListener;
 
 /// Kafka's default max.message.bytes (1 MiB plus a batch header's 12 bytes of overhead).
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
+/// Kafka's fetch.max.bytes default (55 MiB).
+pub const DEFAULT_FETCH_MAX_BYTES: u64 = 57_671_680;
+/// Kafka's producer.id.expiration.ms default (one day).
+pub const DEFAULT_PRODUCER_ID_EXPIRATION_MS: u64 = 86_400_000;
+/// Kafka's connections.max.idle.ms default (10 minutes).
+pub const DEFAULT_CONNECTIONS_MAX_IDLE_MS: u64 = 600_000;
+/// Default of `--kafka-max-connections`.
+pub const DEFAULT_MAX_CONNECTIONS: u64 = 10_000;
+/// Default bound on what one produced compressed batch may expand to (64 MiB).
+pub const DEFAULT_MAX_UNCOMPRESSED_BATCH_BYTES: u64 = 64 << 20;
+/// Readers decode stored batches with kafka-protocol, which refuses past this
+/// (vendor patch, D9); a batch must never be accepted that cannot be read back.
+pub const MAX_UNCOMPRESSED_BATCH_BYTES: u64 = kafka_protocol::compression::MAX_DECOMPRESSED_BYTES;
 
 #[derive(Debug, Clone)]
 pub struct KafkaConfig {
@@ -51,14 +65,36 @@ pub struct KafkaConfig {
     pub max_frame_bytes: usize,
     /// Kafka's max.message.bytes: the largest record batch a Produce may store.
     pub max_message_bytes: usize,
+    /// The most bytes a produced compressed batch may expand to; the records
+    /// are counted as it decompresses, so this bounds time, not memory.
+    pub max_uncompressed_batch_bytes: u64,
     /// Kafka's group.initial.rebalance.delay.ms: how long a new group waits
     /// for more members before its first generation.
     pub initial_rebalance_delay: Duration,
+    /// Kafka's fetch.max.bytes: the most record bytes one Fetch answer
+    /// carries (past its first batch), whatever the client asks.
+    pub fetch_max_bytes: u64,
+    /// Kafka's producer.id.expiration.ms: an idempotent producer that has not
+    /// written to a partition for this long has its state there dropped.
+    pub producer_id_expiration: Duration,
+    /// Groups the coordinator holds at once, and members per group.
+    pub group_limits: GroupLimits,
+    /// Kafka's connections.max.idle.ms: a connection with nothing read and no
+    /// answer pending for this long is closed.
+    pub connections_max_idle: Duration,
+    /// Connections open at once; one more is closed as it is accepted.
+    pub max_connections: u64,
     /// Longest Fetch max_wait_ms honoured, whatever the client asks.
     pub max_fetch_wait: Duration,
     /// SASL/PLAIN accounts. When set, a connection must authenticate before
     /// any request but ApiVersions and the SASL ones; `None` serves everyone.
     pub sasl_users: Option<Arc<SaslUsers>>,
+}
+
+impl KafkaConfig {
+    pub(crate) fn producer_expiry_micros(&self) -> u64 {
+        self.producer_id_expiration.as_micros().min(u64::MAX as u128) as u64
+    }
 }
 
 impl Default for KafkaConfig {
@@ -70,8 +106,14 @@ impl Default for KafkaConfig {
             default_partitions: 1,
             max_frame_bytes: 100 << 20,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_uncompressed_batch_bytes: DEFAULT_MAX_UNCOMPRESSED_BATCH_BYTES,
             initial_rebalance_delay: Duration::from_millis(3000),
+            fetch_max_bytes: DEFAULT_FETCH_MAX_BYTES,
             max_fetch_wait: Duration::from_secs(30),
+            connections_max_idle: Duration::from_millis(DEFAULT_CONNECTIONS_MAX_IDLE_MS),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            group_limits: GroupLimits::default(),
+            producer_id_expiration: Duration::from_millis(DEFAULT_PRODUCER_ID_EXPIRATION_MS),
             sasl_users: None,
         }
     }
@@ -101,7 +143,7 @@ impl KafkaServer {
         }
         let ctx = Arc::new(Ctx {
             engine,
-            groups: coordinator::Coordinator::new(cfg.initial_rebalance_delay),
+            groups: coordinator::Coordinator::with_limits(cfg.initial_rebalance_delay, cfg.group_limits),
             sessions: sessions::FetchSessions::new(),
             cfg,
             stats: Arc::new(KafkaStats::default()),
@@ -122,20 +164,38 @@ impl KafkaServer {
         self.ctx.stats.clone()
     }
 
-    /// Accept connections until the task is dropped or aborted.
+    /// Accept connections until the task is dropped or aborted. Never ends
+    /// on its own: an accept failure (out of descriptors: EMFILE, ENFILE) is
+    /// logged and retried after a back-off that grows to a second, so the
+    /// listener outlives the shortage.
     pub async fn run(self) {
         let _ticker = AbortOnDrop(tokio::spawn(tick_loop(self.ctx.clone())));
+        let mut backoff = Duration::from_millis(10);
         loop {
             match self.listener.accept().await {
                 Ok((stream, peer)) => {
-                    KafkaStats::bump(&self.ctx.stats.connections);
+                    backoff = Duration::from_millis(10);
+                    let stats = &self.ctx.stats;
+                    let open = stats.open();
+                    KafkaStats::bump(&stats.connections);
+                    if open >= self.ctx.cfg.max_connections {
+                        stats.close(CloseReason::OverLimit);
+                        let n = stats.closed(CloseReason::OverLimit);
+                        // One line per 100 refusals: a flood must not flood the log too.
+                        if n % 100 == 1 {
+                            tracing::warn!(%peer, max = self.ctx.cfg.max_connections, refused_total = n,
+                                "kafka: connection refused, --kafka-max-connections are open");
+                        }
+                        drop(stream);
+                        continue;
+                    }
                     let _ = stream.set_nodelay(true);
                     tokio::spawn(conn::serve(stream, peer, self.ctx.clone()));
                 }
                 Err(e) => {
-                    // Out of descriptors and the like: back off instead of spinning.
-                    tracing::warn!(error = %e, "kafka: accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "kafka: accept failed");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
                 }
             }
         }
@@ -166,11 +226,15 @@ async fn tick_loop(ctx: Arc<Ctx>) {
 
 /// The fuzz harness's entry (crates/kafka/fuzz): everything a hostile client
 /// can reach without the engine. Cut frames from `data`, decode each, check
-/// Produce batches as the produce path would, and encode the error answer the
-/// connection would send. Must never panic.
+/// Produce batches as the produce path would (and the whole input as record
+/// batches, so the record walk and the decompressors see every byte without
+/// a request around them), collect a Fetch's partitions as a session would,
+/// and encode the error answer the connection would send. Must never panic.
 #[doc(hidden)]
 pub fn fuzz_request(data: &[u8]) {
     use kafka_protocol::messages::RequestKind;
+    let _ = records::split_batches(data, 1 << 20);
+    let sessions = sessions::FetchSessions::new();
     let mut buf = bytes::BytesMut::from(data);
     let mut frames = Vec::new();
     while let Ok(Some(f)) = frame::next_frame(&mut buf, 1 << 20) {
@@ -186,9 +250,12 @@ pub fn fuzz_request(data: &[u8]) {
         if let RequestKind::Produce(p) = &req.body {
             for t in &p.topic_data {
                 for part in &t.partition_data {
-                    let _ = records::split_batches(part.records.as_deref().unwrap_or_default());
+                    let _ = records::split_batches(part.records.as_deref().unwrap_or_default(), 1 << 20);
                 }
             }
+        }
+        if let RequestKind::Fetch(f) = &req.body {
+            let _ = sessions.open(f, req.version, std::time::Instant::now());
         }
         if let Some(body) = errors::error_response(&req.body, req.version, errors::UNSUPPORTED_VERSION) {
             let _ = frame::encode_response(req.header.correlation_id, req.api, req.version, &body);

@@ -39,16 +39,22 @@ pub enum CloseReason {
     /// A request the server could not answer (an API without a handler, an
     /// answer that would not encode).
     Unanswerable,
+    /// Nothing read and nothing in flight for --kafka-connections-max-idle-ms.
+    Idle,
+    /// Closed as accepted: --kafka-max-connections were open.
+    OverLimit,
 }
 
 impl CloseReason {
-    const ALL: [CloseReason; 6] = [
+    const ALL: [CloseReason; 8] = [
         CloseReason::Client,
         CloseReason::Io,
         CloseReason::BadFrame,
         CloseReason::Unauthenticated,
         CloseReason::SaslFailed,
         CloseReason::Unanswerable,
+        CloseReason::Idle,
+        CloseReason::OverLimit,
     ];
 
     pub fn label(self) -> &'static str {
@@ -59,6 +65,8 @@ impl CloseReason {
             CloseReason::Unauthenticated => "unauthenticated",
             CloseReason::SaslFailed => "sasl_failed",
             CloseReason::Unanswerable => "unanswerable",
+            CloseReason::Idle => "idle",
+            CloseReason::OverLimit => "connection_limit",
         }
     }
 }

@@ -41,7 +41,7 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
                 slot.error = UNKNOWN_TOPIC_OR_PARTITION;
             } else {
                 let max = ctx.cfg.max_message_bytes;
-                match split_batches(p.records.as_deref().unwrap_or_default()) {
+                match split_batches(p.records.as_deref().unwrap_or_default(), ctx.cfg.max_uncompressed_batch_bytes) {
                     // Nothing of the partition's data is stored, as in Kafka.
                     Ok(batches) if batches.iter().any(|b| b.len() > max) => {
                         let len = batches.iter().map(|b| b.len()).max().unwrap_or(0);
@@ -54,6 +54,7 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
                             partition: p.index.to_string(),
                             batches,
                             create: false,
+                            producer_expiry: ctx.cfg.producer_expiry_micros(),
                         };
                         // Keep the raw bytes (a cheap Bytes clone) for the auto-create retry.
                         let raw = (t.name.to_string(), p.index, p.records.clone().unwrap_or_default());
@@ -65,6 +66,10 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
                     }
                     Err(BatchError::Invalid(m)) => {
                         slot.error = INVALID_RECORD;
+                        slot.message = Some(m);
+                    }
+                    Err(BatchError::TooLarge(m)) => {
+                        slot.error = MESSAGE_TOO_LARGE;
                         slot.message = Some(m);
                     }
                 }
@@ -87,6 +92,10 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
             }
             Ok(ProduceOutcome::OutOfOrderSequence) => slot.error = OUT_OF_ORDER_SEQUENCE_NUMBER,
             Ok(ProduceOutcome::InvalidProducerEpoch) => slot.error = INVALID_PRODUCER_EPOCH,
+            Ok(ProduceOutcome::UnknownProducerId(pid)) => {
+                slot.error = UNKNOWN_PRODUCER_ID;
+                slot.message = Some(format!("producer id {pid} was never assigned (use InitProducerId)"));
+            }
             Ok(ProduceOutcome::CorruptMessage(m)) => {
                 slot.error = CORRUPT_MESSAGE;
                 slot.message = Some(m);
@@ -134,8 +143,14 @@ async fn retry_with_create(
     }
     match ensure_topic(ctx, &topic, true).await {
         Ok(Some(_)) => {
-            let batches = split_batches(&records).unwrap_or_default();
-            let r = CoreProduce { topic, partition: index.to_string(), batches, create: false };
+            let batches = split_batches(&records, ctx.cfg.max_uncompressed_batch_bytes).unwrap_or_default();
+            let r = CoreProduce {
+                topic,
+                partition: index.to_string(),
+                batches,
+                create: false,
+                producer_expiry: ctx.cfg.producer_expiry_micros(),
+            };
             ctx.engine.produce(r).await
         }
         Ok(None) => Ok(ProduceOutcome::UnknownTopicOrPartition),

@@ -102,18 +102,24 @@ fn next_epoch(e: i32) -> i32 {
     }
 }
 
+/// The partitions a request names, each once: a partition named again takes
+/// the later offset and size in the earlier one's place (Kafka collects them
+/// into one map the same way). Without this, one partition named hundreds
+/// of times was read, and answered, hundreds of times.
 fn wants_of(req: &FetchRequest) -> Vec<Want> {
-    req.topics
-        .iter()
-        .flat_map(|t| {
-            t.partitions.iter().map(|p| Want {
+    let mut seen: IndexMap<Key, Want> = IndexMap::new();
+    for t in &req.topics {
+        for p in &t.partitions {
+            let w = Want {
                 topic: t.topic.to_string(),
                 partition: p.partition,
                 offset: p.fetch_offset,
                 max_bytes: p.partition_max_bytes,
-            })
-        })
-        .collect()
+            };
+            seen.insert((w.topic.clone(), w.partition), w);
+        }
+    }
+    seen.into_values().collect()
 }
 
 impl FetchSessions {
@@ -294,6 +300,18 @@ mod tests {
         // Forget a/1.
         let (_, wants) = s.open(&req(id, 2, &[], &[("a", 1)]), 12, t).unwrap();
         assert_eq!(wants.len(), 1);
+    }
+
+    #[test]
+    fn a_partition_named_twice_is_read_once_with_its_last_offset() {
+        let s = FetchSessions::new();
+        let t = Instant::now();
+        let parts = [("a", 0, 1), ("b", 0, 2), ("a", 0, 3), ("a", 1, 4)];
+        for (id, epoch, version) in [(0, 0, 12), (0, -1, 12), (0, 0, 6)] {
+            let (_, wants) = s.open(&req(id, epoch, &parts, &[]), version, t).unwrap();
+            let got: Vec<_> = wants.iter().map(|w| (w.topic.as_str(), w.partition, w.offset)).collect();
+            assert_eq!(got, vec![("a", 0, 3), ("b", 0, 2), ("a", 1, 4)], "epoch {epoch} v{version}");
+        }
     }
 
     #[test]

@@ -106,6 +106,40 @@ pub struct ServeArgs {
     /// MESSAGE_TOO_LARGE (Kafka's default, 1 MiB + 12).
     #[arg(long, env = "BATON_KAFKA_MAX_MESSAGE_BYTES", default_value_t = baton_kafka::DEFAULT_MAX_MESSAGE_BYTES)]
     pub kafka_max_message_bytes: usize,
+    /// The most bytes one produced compressed record batch may expand to; a batch past it
+    /// is refused with MESSAGE_TOO_LARGE. Its records are counted as it decompresses (never
+    /// held whole), so this bounds the time one batch costs. At most 256 MiB, what readers decode.
+    #[arg(long, env = "BATON_KAFKA_MAX_UNCOMPRESSED_BATCH_BYTES",
+        default_value_t = baton_kafka::DEFAULT_MAX_UNCOMPRESSED_BATCH_BYTES)]
+    pub kafka_max_uncompressed_batch_bytes: u64,
+    /// Kafka's fetch.max.bytes: the most record bytes one Fetch answer carries, whatever
+    /// the client asks (a client's max_bytes <= 0 means this). The first batch of the
+    /// answer always goes, so a batch larger than this still reaches its consumer (KIP-74).
+    #[arg(long, env = "BATON_KAFKA_FETCH_MAX_BYTES", default_value_t = baton_kafka::DEFAULT_FETCH_MAX_BYTES)]
+    pub kafka_fetch_max_bytes: u64,
+    /// Kafka's producer.id.expiration.ms: an idempotent producer that has not written to a
+    /// partition for this long has its sequence state there dropped (swept when another
+    /// producer first writes to that partition), so producer state cannot grow without bound.
+    #[arg(long, env = "BATON_KAFKA_PRODUCER_ID_EXPIRATION_MS",
+        default_value_t = baton_kafka::DEFAULT_PRODUCER_ID_EXPIRATION_MS)]
+    pub kafka_producer_id_expiration_ms: u64,
+    /// Consumer groups the Kafka coordinator holds at once; a JoinGroup that would make
+    /// one more gets GROUP_MAX_SIZE_REACHED.
+    #[arg(long, env = "BATON_KAFKA_MAX_GROUPS", default_value_t = baton_kafka::DEFAULT_MAX_GROUPS)]
+    pub kafka_max_groups: usize,
+    /// Kafka's group.max.size: members (and ids handed out to join) per consumer group; a
+    /// JoinGroup past it gets GROUP_MAX_SIZE_REACHED.
+    #[arg(long, env = "BATON_KAFKA_GROUP_MAX_SIZE", default_value_t = baton_kafka::DEFAULT_GROUP_MAX_SIZE)]
+    pub kafka_group_max_size: usize,
+    /// Kafka's connections.max.idle.ms: a Kafka connection with nothing read and no answer
+    /// pending for this long is closed.
+    #[arg(long, env = "BATON_KAFKA_CONNECTIONS_MAX_IDLE_MS",
+        default_value_t = baton_kafka::DEFAULT_CONNECTIONS_MAX_IDLE_MS)]
+    pub kafka_connections_max_idle_ms: u64,
+    /// Kafka connections open at once; one more is closed as soon as it is accepted
+    /// (counted as baton_kafka_connections_closed_total{reason="connection_limit"}).
+    #[arg(long, env = "BATON_KAFKA_MAX_CONNECTIONS", default_value_t = baton_kafka::DEFAULT_MAX_CONNECTIONS)]
+    pub kafka_max_connections: u64,
     /// Kafka's group.initial.rebalance.delay.ms: a new group's first
     /// rebalance waits this long for more members.
     #[arg(long, env = "BATON_KAFKA_INITIAL_REBALANCE_DELAY_MS", default_value_t = 3000)]
@@ -225,6 +259,13 @@ async fn start_kafka(
     sasl_users: Option<std::sync::Arc<baton_kafka::SaslUsers>>,
 ) -> Result<Option<KafkaHandle>, String> {
     let explicit = a.kafka_addr.is_some();
+    if a.kafka_max_uncompressed_batch_bytes > baton_kafka::MAX_UNCOMPRESSED_BATCH_BYTES {
+        return Err(format!(
+            "--kafka-max-uncompressed-batch-bytes {} is past {}, the most a stored batch may be read back at",
+            a.kafka_max_uncompressed_batch_bytes,
+            baton_kafka::MAX_UNCOMPRESSED_BATCH_BYTES
+        ));
+    }
     let addr = a.kafka_addr.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 9092)));
     let (host, port) = match &a.kafka_advertised_addr {
         Some(adv) => {
@@ -243,6 +284,12 @@ async fn start_kafka(
         default_partitions: a.kafka_default_partitions.max(1),
         max_frame_bytes: a.kafka_max_frame_bytes,
         max_message_bytes: a.kafka_max_message_bytes,
+        max_uncompressed_batch_bytes: a.kafka_max_uncompressed_batch_bytes,
+        fetch_max_bytes: a.kafka_fetch_max_bytes.max(1),
+        producer_id_expiration: Duration::from_millis(a.kafka_producer_id_expiration_ms),
+        connections_max_idle: Duration::from_millis(a.kafka_connections_max_idle_ms.max(1)),
+        max_connections: a.kafka_max_connections,
+        group_limits: baton_kafka::GroupLimits { max_groups: a.kafka_max_groups, max_members: a.kafka_group_max_size },
         initial_rebalance_delay: Duration::from_millis(a.kafka_initial_rebalance_delay_ms),
         sasl_users,
         ..Default::default()
