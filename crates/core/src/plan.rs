@@ -69,13 +69,17 @@ impl Planner {
         self.ts
     }
 
+    /// Applies `e` at once (D1) and records it for the entry. Apply refuses only before it
+    /// changes anything (a partition file it cannot open), so a refusal of the request's
+    /// first effect is a clean refusal; after an earlier effect, the plan is broken.
     fn emit(&mut self, e: Effect) -> Result<(), CoreError> {
-        self.state.last_ts = self.ts;
         if let Err(err) = self.state.apply_effect(self.ts, &e) {
-            // Apply may have changed part of the state before refusing: this plan is broken.
-            self.broken.get_or_insert_with(|| format!("apply refused a planned effect: {}", err.0));
+            if !self.effects.is_empty() {
+                self.broken.get_or_insert_with(|| format!("apply refused a planned effect: {}", err.0));
+            }
             return Err(apply_err(err));
         }
+        self.state.last_ts = self.ts;
         self.effects.push(e);
         Ok(())
     }

@@ -361,13 +361,14 @@ impl State {
             }
             Effect::CreatePartition { queue, name } => {
                 let id = self.next_part;
-                self.next_part += 1;
+                // Before anything changes: a refused apply leaves the state as it was.
                 let files = PartitionFiles::create(
                     self.part_dir(id),
                     self.storage.segment_bytes,
                     self.storage.provisioner.as_deref(),
                 )
                 .map_err(|e| ApplyError(format!("create partition dir: {e}")))?;
+                self.next_part += 1;
                 if let Some(q) = self.queues.get_mut(queue) {
                     q.parts.push(id);
                     q.part_by_name.insert(name.clone(), id);
