@@ -160,6 +160,10 @@ async fn a_pop_that_cannot_read_its_messages_releases_its_lease() {
     }
     let (st, v) = api.pop("rd", "batch=1").await;
     assert_eq!((st, &v["code"]), (500, &json!("read_failed")), "{v}");
+    // The damage is not silent: health says so (before: "healthy") and the reads are counted.
+    let (st, v) = api.get("/health").await;
+    assert_eq!((st, &v["code"]), (503, &json!("storage_damaged")), "{v}");
+    assert!(api.metric("baton_storage_damaged_reads_total").await >= 1.0);
     // The bytes come back: the message is delivered at once, not after the
     // lease the failed pop took (300 s by default) runs out.
     for (p, i) in &hits {

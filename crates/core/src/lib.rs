@@ -7,6 +7,7 @@ pub mod checkpoint;
 pub mod chunked;
 pub mod clock;
 pub mod command;
+pub mod damage;
 pub mod dirlock;
 pub mod engine;
 pub mod entry;

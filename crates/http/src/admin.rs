@@ -16,6 +16,11 @@ use serde_json::json;
 
 pub async fn health(State(app): State<App>) -> Response {
     match app.engine.failure() {
+        None if let Some((n, first)) = baton_core::damage::seen() => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "damaged", "error": first, "damagedReads": n, "code": "storage_damaged"})),
+        )
+            .into_response(),
         None => Json(json!({"status": "healthy", "database": "baton-wal", "version": env!("CARGO_PKG_VERSION")}))
             .into_response(),
         Some(reason) => (

@@ -107,6 +107,7 @@ pub async fn prometheus(State(app): State<App>) -> Response {
     histogram(&mut out, "baton_wal_batch_frames", "Frames per group commit.", &w.batch_entries);
     histogram(&mut out, "baton_wal_fdatasync_seconds", "fdatasync latency.", &w.sync_seconds);
     let failed = app.engine.failure().is_some() as u8;
+    let _ = writeln!(out, "# HELP baton_storage_damaged_reads_total Reads that found stored bytes failing their checksum (never served).\n# TYPE baton_storage_damaged_reads_total counter\nbaton_storage_damaged_reads_total {}", baton_core::damage::count());
     let _ = writeln!(out, "# HELP baton_storage_failed 1 once a WAL write or sync failed.\n# TYPE baton_storage_failed gauge\nbaton_storage_failed {failed}");
     if let Ok(QueryResult::Queues(qs)) = app.engine.query(baton_core::Query::Queues).await {
         let _ =

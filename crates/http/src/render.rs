@@ -54,7 +54,11 @@ fn read_span(s: &ReadSpan) -> Result<Arc<Checked<Vec<u8>>>, String> {
         }
     }
     let b = s.read().map_err(|e| format!("read stored batch: {e}"))?;
-    let b = Arc::new(Checked::new(b).map_err(|e| e.to_string())?);
+    let b = Arc::new(Checked::new(b).map_err(|e| {
+        let why = format!("stored batch at byte {} of a partition segment: {e}", s.pos);
+        baton_core::damage::report(&why);
+        why
+    })?);
     if s.len <= CACHE_MAX_BATCH {
         let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
         if c.map.insert(key, (s.file.clone(), s.len, b.clone())).is_none() {
