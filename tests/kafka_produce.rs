@@ -106,22 +106,7 @@ fn a_partitions_batches_in_one_produce_are_stored_all_or_none() {
     assert_eq!(records(f.records.as_ref().unwrap()).len(), 3);
 }
 
-struct Mount(std::path::PathBuf);
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
-struct Baton(std::process::Child);
-
-impl Drop for Baton {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{Baton, Mount};
 
 fn commit_req(group: &str, t: &str, offset: i64) -> OffsetCommitRequest {
     OffsetCommitRequest::default()

@@ -20,23 +20,7 @@ use serde_json::{json, Value};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-struct Mount(std::path::PathBuf);
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
-/// Killed when dropped, so a failing assertion cannot leave a server running.
-struct Baton(std::process::Child);
-
-impl Drop for Baton {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{Baton, Mount};
 
 fn spawn(dir: &std::path::Path, port: u16, prealloc: bool) -> Baton {
     Baton(

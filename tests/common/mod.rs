@@ -31,6 +31,11 @@ impl Server {
 
     /// Start with extra `serve` flags in a fresh temp dir.
     pub fn start_with(args: &[&str]) -> Server {
+        Self::launch(args, &[])
+    }
+
+    /// `baton serve` with these flags and environment in a fresh temp dir, healthy.
+    fn launch(args: &[&str], envs: &[(&str, &str)]) -> Server {
         let tmp = tempfile::tempdir().expect("temp dir");
         let dir = tmp.path().join("data");
         let mut s = Server {
@@ -39,7 +44,7 @@ impl Server {
             dir,
             _tmp: Some(tmp),
             args: args.iter().map(|s| s.to_string()).collect(),
-            envs: Vec::new(),
+            envs: envs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         };
         s.spawn();
         s
@@ -232,17 +237,28 @@ impl Server {
     /// Start with `BATON_*` settings given as environment variables, as a
     /// deployment would; a binary that does not know one starts anyway.
     pub fn start_env(envs: &[(&str, &str)]) -> Server {
-        let tmp = tempfile::tempdir().expect("temp dir");
-        let dir = tmp.path().join("data");
-        let mut s = Server {
-            child: None,
-            port: free_port(),
-            dir,
-            _tmp: Some(tmp),
-            args: Vec::new(),
-            envs: envs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-        };
-        s.spawn();
-        s
+        Self::launch(&[], envs)
+    }
+}
+
+// ---- Helpers for tests that run the binary on a small tmpfs (tests/storage_failure.rs,
+// tests/kafka_produce.rs). ----
+
+/// A mount point, lazily unmounted when dropped.
+pub struct Mount(pub PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Killed when dropped, so a failing assertion cannot leave a server running.
+pub struct Baton(pub Child);
+
+impl Drop for Baton {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }

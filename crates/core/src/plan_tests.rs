@@ -455,12 +455,23 @@ fn kafka_offset_commit_moves_the_group_cursor() {
     assert_eq!(offsets(&popped), vec![2]);
 }
 
+/// Ack offset 0 of `r` and push one message, as one transaction under `r`'s lease.
+fn ack_and_push(r: &PopResult, queue: &str, part: &str, txid: &str) -> crate::txn::TxnRequest {
+    crate::txn::TxnRequest {
+        acks: vec![txn_ack(r, 0, 0)],
+        pushes: vec![txn_push(queue, part, txid, 1)],
+        required_leases: vec![r.lease.unwrap()],
+        flat_len: 2,
+        ..Default::default()
+    }
+}
+
 /// Regression (issue 12 item 2): the output queue at maxSize made the push fail after the
 /// acks were emitted, and the half (the ack) was logged: the input message was lost. Now the
 /// push path's own check runs first and the transaction rolls back whole.
 #[test]
 fn i2_transaction_pushing_into_a_full_queue_rolls_back_whole() {
-    use crate::txn::{TxnOutcome, TxnRequest};
+    use crate::txn::TxnOutcome;
     let mut f = Fixture::new();
     f.configure(0, "out", QueueOptions { max_size: 1, ..Default::default() });
     f.push(S, "out", "p", &["already"]);
@@ -468,13 +479,7 @@ fn i2_transaction_pushing_into_a_full_queue_rolls_back_whole() {
     let r = f.pop(2 * S, "in", None, 1).unwrap();
     let before = serde_json::to_value(&f.p.state).unwrap();
     let logged = f.log.len();
-    let t = TxnRequest {
-        acks: vec![txn_ack(&r, 0, 0)],
-        pushes: vec![txn_push("out", "p", "o1", 1)],
-        required_leases: vec![r.lease.unwrap()],
-        flat_len: 2,
-        ..Default::default()
-    };
+    let t = ack_and_push(&r, "out", "p", "o1");
     let out = f.at(3 * S).step(|p| p.transaction(t)).unwrap();
     assert!(matches!(out, TxnOutcome::RolledBack { reason: "queue_full", failed_index: Some(1), .. }), "{out:?}");
     f.done();
@@ -488,18 +493,12 @@ fn i2_transaction_pushing_into_a_full_queue_rolls_back_whole() {
 /// depth as the pushes will see it, after the acks are applied (as the push path does).
 #[test]
 fn transaction_acking_and_pushing_into_the_same_full_queue_fits_after_its_ack() {
-    use crate::txn::{TxnOutcome, TxnRequest};
+    use crate::txn::TxnOutcome;
     let mut f = Fixture::new();
     f.configure(0, "q", QueueOptions { max_size: 1, ..Default::default() });
     f.push(S, "q", "p", &["a"]);
     let r = f.pop(2 * S, "q", None, 1).unwrap();
-    let t = TxnRequest {
-        acks: vec![txn_ack(&r, 0, 0)],
-        pushes: vec![txn_push("q", "p2", "next", 1)],
-        required_leases: vec![r.lease.unwrap()],
-        flat_len: 2,
-        ..Default::default()
-    };
+    let t = ack_and_push(&r, "q", "p2", "next");
     let out = f.at(3 * S).step(|p| p.transaction(t)).unwrap();
     assert!(matches!(out, TxnOutcome::Committed(_)), "{out:?}");
     f.done();
