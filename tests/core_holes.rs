@@ -240,3 +240,43 @@ async fn one_push_wakes_one_waiting_pop_not_all_of_them() {
         w.abort();
     }
 }
+
+/// Item 11: a server started under the common soft limit of open files (here lowered to
+/// 256 before it starts) raises it to the hard limit, instead of running out at a few hundred
+/// connections and partition files.
+#[test]
+fn the_server_raises_its_soft_file_limit_to_the_hard_one() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_baton"));
+    c.args(["serve", "--http-addr", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(dir.path().join("data"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: setrlimit is async-signal-safe; it only lowers this child's soft limit.
+    unsafe {
+        c.pre_exec(|| {
+            let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+            lim.rlim_cur = lim.rlim_max.min(256);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+            Ok(())
+        });
+    }
+    let mut child = common::Baton(c.spawn().unwrap());
+    let limits = || std::fs::read_to_string(format!("/proc/{}/limits", child.0.id())).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let line = loop {
+        let l = limits().lines().find(|l| l.starts_with("Max open files")).unwrap().to_string();
+        let v: Vec<&str> = l.split_whitespace().collect();
+        if v[3] == v[4] || std::time::Instant::now() > deadline {
+            break l;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let v: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(v[3], v[4], "soft limit not raised: {line}");
+    let _ = child.0.kill();
+}

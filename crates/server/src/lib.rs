@@ -168,12 +168,33 @@ pub struct ServeArgs {
     pub log: String,
 }
 
+/// Raises the soft limit on open files to the hard one, as a server expects to: the default
+/// soft limit (often 1,024) is far below what the connection caps allow (issue 12 item 11),
+/// and running out of descriptors fails accepts and partition files alike.
+fn raise_fd_limit() {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let want = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
+                lim.rlim_cur = lim.rlim_max;
+            }
+        }
+    }
+    tracing::info!(open_files = lim.rlim_cur, "file descriptor limit");
+}
+
 /// Run one node until SIGTERM or SIGINT; then finish the group commit in flight, checkpoint, return.
 pub fn serve(a: ServeArgs) -> Result<(), String> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(&a.log))
         .with_writer(std::io::stderr)
         .init();
+    raise_fd_limit();
     let mut cfg = baton_core::EngineConfig::new(a.data_dir.clone());
     cfg.checkpoint_interval = Duration::from_secs(a.checkpoint_interval_secs.max(1));
     cfg.wal_segment_bytes = a.wal_segment_mb.max(1) << 20;
