@@ -251,11 +251,11 @@ impl Planner {
         // Dedup: within the window, and within this very request.
         let mut seen = HashSet::new();
         let mut keep = Vec::with_capacity(g.records.len());
-        for r in &g.records {
-            let h = self.state.txid_key(&r.txid);
+        let keys: Vec<TxKey> = g.records.iter().map(|r| self.state.txid_key(&r.txid)).collect();
+        for (r, h) in g.records.iter().zip(&keys) {
             let dup = r.client_txid
                 && window > 0
-                && (existing.is_some_and(|p| p.dedup.get(&h).is_some_and(|exp| *exp > now)) || !seen.insert(h));
+                && (existing.is_some_and(|p| p.dedup.get(h).is_some_and(|exp| *exp > now)) || !seen.insert(*h));
             keep.push(!dup);
         }
         let kept = keep.iter().filter(|k| **k).count() as u64;
@@ -294,9 +294,8 @@ impl Planner {
         let mut txids = Vec::new();
         let mut dedup = Vec::new();
         let mut next = base;
-        for ((i, r), k) in g.indexes.iter().zip(&g.records).zip(&keep) {
+        for (((i, r), k), h) in g.indexes.iter().zip(&g.records).zip(&keep).zip(keys) {
             let status = if *k {
-                let h = self.state.txid_key(&r.txid);
                 txids.push(h[0]);
                 if r.client_txid && window > 0 {
                     dedup.push(h);

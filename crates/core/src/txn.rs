@@ -12,7 +12,7 @@ use crate::kv::{KvOp, KvResult};
 use crate::model::*;
 use crate::plan::Planner;
 use crate::timers::{TimerOp, TimerResult};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 #[derive(Debug, Clone)]
 pub struct TxnAck {
@@ -151,16 +151,24 @@ impl Planner {
         // The push path's own check, for the pushes together: each queue's depth as it will be
         // when they are applied, after this transaction's acks settled what they settle there.
         let total: usize = t.pushes.iter().map(|g| g.batch.len() + 16 * g.records.len()).sum();
-        let mut planned: HashMap<&str, i64> = HashMap::new();
+        // A transaction names few queues: a list, not a map (no allocation per transaction
+        // for the common one-queue case beyond the list's first push).
+        let mut planned: Vec<(&str, i64)> = Vec::new();
+        fn add<'a>(planned: &mut Vec<(&'a str, i64)>, q: &'a str, n: i64) {
+            match planned.iter_mut().find(|(name, _)| *name == q) {
+                Some((_, v)) => *v += n,
+                None => planned.push((q, n)),
+            }
+        }
         for a in &t.acks {
             if a.group.as_deref().unwrap_or(QUEUE_MODE) == QUEUE_MODE {
                 if let Some(q) = st.parts.get(&a.item.part).and_then(|p| st.queues.get(&p.queue)) {
-                    *planned.entry(q.name.as_str()).or_default() -= 1;
+                    add(&mut planned, q.name.as_str(), -1);
                 }
             }
         }
         for g in &t.pushes {
-            let pending = planned.get(g.queue.as_str()).copied().unwrap_or(0);
+            let pending = planned.iter().find(|(name, _)| *name == g.queue).map_or(0, |(_, v)| *v);
             if let Err(e) = self.admit_push(g, g.records.len() as u64, pending, total) {
                 let reason = match e.code {
                     "invalid_queue" | "invalid_partition" => "bad_request",
@@ -168,7 +176,7 @@ impl Planner {
                 };
                 return Some(rollback(reason, g.indexes.first().copied(), e.message));
             }
-            *planned.entry(g.queue.as_str()).or_default() += g.records.len() as i64;
+            add(&mut planned, g.queue.as_str(), g.records.len() as i64);
         }
         let mut seen = HashSet::new();
         for g in &t.pushes {
