@@ -247,7 +247,7 @@ pub struct AckBody {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AckBatchBody {
-    acknowledgments: Vec<AckBody>,
+    pub(crate) acknowledgments: Vec<AckBody>,
     consumer_group: Option<String>,
 }
 

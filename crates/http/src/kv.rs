@@ -42,7 +42,7 @@ pub struct KvOpJson {
 
 #[derive(Deserialize)]
 pub struct KvBody {
-    operations: Vec<KvOpJson>,
+    pub(crate) operations: Vec<KvOpJson>,
 }
 
 /// `max_depth` bounds a stored value's nesting (`--max-payload-depth`).
@@ -189,7 +189,7 @@ pub struct TimerOpJson {
 
 #[derive(Deserialize)]
 pub struct TimersBody {
-    operations: Vec<TimerOpJson>,
+    pub(crate) operations: Vec<TimerOpJson>,
 }
 
 /// `max_depth` bounds the payload's nesting (`--max-payload-depth`).

@@ -10,6 +10,8 @@ mod body;
 mod consume;
 mod error;
 mod fetch;
+#[doc(hidden)]
+pub mod fuzzing;
 mod kv;
 mod listen;
 mod metrics;

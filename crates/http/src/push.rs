@@ -4,7 +4,7 @@
 
 use crate::body::{parse, RawBody};
 use crate::error::ApiError;
-use crate::App;
+use crate::{App, HttpConfig};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -49,7 +49,16 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValu
 }
 
 pub async fn push(State(app): State<App>, RawBody(raw): RawBody) -> Result<Response, ApiError> {
-    let body: PushBody = parse(&raw)?;
+    let groups = push_request(&raw, &app.cfg)?;
+    let results = app.engine.push(groups).await?;
+    let out: Vec<PushAnswer> = results.iter().map(PushAnswer::from).collect();
+    Ok((StatusCode::CREATED, Json(out)).into_response())
+}
+
+/// A push body judged and encoded, with no engine: what the planner is handed. Every refusal
+/// of bad input happens here (the fuzz target drives it, crates/http/fuzz).
+pub fn push_request(raw: &[u8], cfg: &HttpConfig) -> Result<Vec<PushGroup>, ApiError> {
+    let body: PushBody = parse(raw)?;
     if body.items.is_empty() {
         return Err(ApiError::bad("empty_items", "items must hold at least one item"));
     }
@@ -60,10 +69,7 @@ pub async fn push(State(app): State<App>, RawBody(raw): RawBody) -> Result<Respo
             format!("at most {MAX_ITEMS} items per push"),
         ));
     }
-    let groups = build_groups(&app, body.items)?;
-    let results = app.engine.push(groups).await?;
-    let out: Vec<PushAnswer> = results.iter().map(PushAnswer::from).collect();
-    Ok((StatusCode::CREATED, Json(out)).into_response())
+    build_groups(cfg, body.items)
 }
 
 /// One item's answer, serialized straight from borrowed fields: at 100 items
@@ -126,8 +132,8 @@ impl<'a> From<&'a baton_core::PushResult> for PushAnswer<'a> {
 /// The items of one (queue, partition): their request indexes and records.
 type Slot = (Vec<usize>, Vec<PushRecord>);
 
-pub(crate) fn build_groups(app: &App, items: Vec<PushItem<'_>>) -> Result<Vec<PushGroup>, ApiError> {
-    let max = app.cfg.max_payload_bytes;
+pub(crate) fn build_groups(cfg: &HttpConfig, items: Vec<PushItem<'_>>) -> Result<Vec<PushGroup>, ApiError> {
+    let max = cfg.max_payload_bytes;
     let mut order: Vec<(&str, &str)> = Vec::new();
     let mut by_key: HashMap<(&str, &str), Slot> = HashMap::new();
     for (i, it) in items.iter().enumerate() {
@@ -143,7 +149,7 @@ pub(crate) fn build_groups(app: &App, items: Vec<PushItem<'_>>) -> Result<Vec<Pu
             .payload
             .or(it.data)
             .ok_or_else(|| ApiError::bad("missing_field", format!("items[{i}] has no payload")))?;
-        crate::payload::check(payload.get(), app.cfg.max_payload_depth)
+        crate::payload::check(payload.get(), cfg.max_payload_depth)
             .map_err(|e| ApiError::bad("bad_payload", format!("items[{i}].payload: {e}")))?;
         let bytes = payload.get().as_bytes();
         if bytes.len() > max {

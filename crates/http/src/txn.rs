@@ -8,7 +8,7 @@ use crate::consume::{ack_item, AckBody};
 use crate::error::ApiError;
 use crate::kv::{kv_op, kv_result_json, timer_op, timer_result_json, KvOpJson, TimerOpJson};
 use crate::push::{build_groups, PushItem};
-use crate::App;
+use crate::{App, HttpConfig};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -98,8 +98,29 @@ pub struct TxnBody<'a> {
 }
 
 pub async fn transaction(State(app): State<App>, RawBody(raw): RawBody) -> Result<Response, ApiError> {
-    let body: TxnBody = parse(&raw)?;
+    let req = txn_request(&raw, &app.cfg)?;
     let txid = uuid::Uuid::now_v7().to_string();
+    match app.engine.transaction(req).await? {
+        TxnOutcome::Committed(items) => {
+            let results = items.iter().map(ResultJson::from).collect();
+            Ok(Json(Committed { transaction_id: &txid, success: true, results }).into_response())
+        }
+        TxnOutcome::RolledBack { reason, failed_index, message, kv } => {
+            let mut v = json!({"success": false, "reason": reason, "failedIndex": failed_index, "error": message});
+            if let Some(k) = kv.as_ref().map(kv_result_json) {
+                v["kvReason"] = k["reason"].clone();
+                v["version"] = k["version"].clone();
+                v["value"] = k["value"].clone();
+            }
+            Ok(Json(v).into_response())
+        }
+    }
+}
+
+/// A transaction body judged and converted, with no engine: what the planner is handed.
+/// Every refusal of bad input happens here (the fuzz target drives it, crates/http/fuzz).
+pub fn txn_request(raw: &[u8], cfg: &HttpConfig) -> Result<TxnRequest, ApiError> {
+    let body: TxnBody = parse(raw)?;
     if body.operations.is_empty() {
         return Err(ApiError::bad("empty_transaction", "operations must hold at least one operation"));
     }
@@ -110,7 +131,7 @@ pub async fn transaction(State(app): State<App>, RawBody(raw): RawBody) -> Resul
     for (i, op) in body.operations.into_iter().enumerate() {
         match op.kind.as_ref() {
             "ack" => {
-                let item = ack_item(i, &op.ack, app.cfg.max_ack_error_bytes)?;
+                let item = ack_item(i, &op.ack, cfg.max_ack_error_bytes)?;
                 req.acks.push(TxnAck { index: flat, group: op.ack.consumer_group, item });
                 flat += 1;
             }
@@ -142,7 +163,7 @@ pub async fn transaction(State(app): State<App>, RawBody(raw): RawBody) -> Resul
         req.required_leases.push(id);
     }
     if !push_items.is_empty() {
-        let mut groups = build_groups(&app, push_items)?;
+        let mut groups = build_groups(cfg, push_items)?;
         for g in &mut groups {
             for ix in &mut g.indexes {
                 *ix = push_index[*ix];
@@ -156,30 +177,17 @@ pub async fn transaction(State(app): State<App>, RawBody(raw): RawBody) -> Resul
         .unwrap_or_default()
         .into_iter()
         .enumerate()
-        .map(|(i, o)| kv_op(i, o, app.cfg.max_payload_depth))
+        .map(|(i, o)| kv_op(i, o, cfg.max_payload_depth))
         .collect::<Result<_, _>>()?;
     req.timers = body
         .timers
         .unwrap_or_default()
         .into_iter()
         .enumerate()
-        .map(|(i, o)| timer_op(i, o, app.cfg.max_payload_depth))
+        .map(|(i, o)| timer_op(i, o, cfg.max_payload_depth))
         .collect::<Result<_, _>>()?;
     baton_core::kv::validate(&req.kv)?;
     baton_core::timers::validate(&req.timers)?;
-    match app.engine.transaction(req).await? {
-        TxnOutcome::Committed(items) => {
-            let results = items.iter().map(ResultJson::from).collect();
-            Ok(Json(Committed { transaction_id: &txid, success: true, results }).into_response())
-        }
-        TxnOutcome::RolledBack { reason, failed_index, message, kv } => {
-            let mut v = json!({"success": false, "reason": reason, "failedIndex": failed_index, "error": message});
-            if let Some(k) = kv.as_ref().map(kv_result_json) {
-                v["kvReason"] = k["reason"].clone();
-                v["version"] = k["version"].clone();
-                v["value"] = k["value"].clone();
-            }
-            Ok(Json(v).into_response())
-        }
-    }
+    Ok(req)
 }
+
