@@ -204,3 +204,53 @@ fn no_server_is_a_transport_error_with_exit_1() {
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("transport"), "{}", r.stderr);
 }
+
+#[test]
+fn tail_follows_until_ctrl_c_and_exits_0() {
+    let s = common::Server::start();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["tail", "live"])
+        .env("BATON_URL", s.url(""))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run baton tail");
+    // SIGINT before tail has installed its handler would kill it by the default action.
+    let status = format!("/proc/{}/status", child.id());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let handles_sigint = || {
+        std::fs::read_to_string(&status)
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .is_some_and(|m| u64::from_str_radix(m.trim(), 16).unwrap_or(0) & (1 << (libc::SIGINT - 1)) != 0)
+    };
+    while !handles_sigint() {
+        assert!(Instant::now() < deadline, "tail never installed its Ctrl-C handler");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    ok(baton(&s, &["push", "live", "--txid", "l1", r#""hello""#]));
+    // It prints what arrives while it follows.
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    let m: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(m["data"], "hello");
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let st = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("tail did not stop on SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(st.code(), Some(0), "{st}");
+    assert_eq!(ok(baton(&s, &["pop", "live"])).stdout, "", "tail acked what it printed");
+}

@@ -75,7 +75,7 @@ impl BatonHttp {
             timeout: Duration::from_secs(120),
             pool_idle_timeout: Duration::from_secs(90),
         };
-        Client::with_options(base, o).map_err(|e| BenchError(format!("--url {base}: {e}")))
+        Client::with_options(base, o).map_err(|e| BenchError(format!("--url: {e}")))
     }
 
     fn prep(&self) -> Result<&Prepared> {

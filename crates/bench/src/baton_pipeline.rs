@@ -43,7 +43,7 @@ impl BatonPipeline {
     /// The Baton at `base`; `pool` = concurrent workers.
     pub fn new(base: &str) -> Result<BatonPipeline> {
         Ok(BatonPipeline {
-            http: Http1::new(base).map_err(|e| BenchError(format!("--url {base}: {e}")))?,
+            http: Http1::new(base).map_err(|e| BenchError(format!("--url: {e}")))?,
             lease_secs: 30,
             names: OnceLock::new(),
             commits: Mutex::new(Latency::new()),

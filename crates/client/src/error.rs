@@ -15,8 +15,10 @@ pub enum Error {
     /// body's `code` and `error` when it had that shape (every Baton error
     /// does); `body` is the raw text, cut to [`BODY_KEPT`] bytes.
     Api { status: u16, code: Option<String>, message: String, body: String },
-    /// A 2xx whose body is not the shape we expect, or a request we could not build.
+    /// A 2xx whose body is not the shape we expect.
     Shape(String),
+    /// Refused here, nothing sent: a base URL or a request that cannot be built.
+    Invalid(String),
 }
 
 /// How much of an error answer's body is kept: a proxy's HTML page or a huge
@@ -54,7 +56,7 @@ impl Error {
         match self {
             Error::Transport(_) => true,
             Error::Api { status, .. } => *status >= 500,
-            Error::Shape(_) => false,
+            Error::Shape(_) | Error::Invalid(_) => false,
         }
     }
 
@@ -82,6 +84,7 @@ impl fmt::Display for Error {
             Error::Api { status, code: Some(c), message, .. } => write!(f, "HTTP {status} {c}: {message}"),
             Error::Api { status, code: None, message, .. } => write!(f, "HTTP {status}: {message}"),
             Error::Shape(m) => write!(f, "unexpected answer: {m}"),
+            Error::Invalid(m) => write!(f, "invalid: {m}"),
         }
     }
 }

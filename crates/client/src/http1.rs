@@ -35,7 +35,7 @@ impl Http1 {
             .trim_end_matches('/')
             .strip_prefix("http://")
             .filter(|a| !a.is_empty() && !a.contains('/'))
-            .ok_or_else(|| Error::Shape(format!("url {base}: expected http://host:port")))?
+            .ok_or_else(|| Error::Invalid(format!("url {base}: expected http://host:port")))?
             .to_string();
         Ok(Http1 { authority, idle: Mutex::new(Vec::new()), timeout: Duration::from_secs(120) })
     }
@@ -84,7 +84,7 @@ impl Http1 {
             }
             None => Body::Right(Empty::new()),
         };
-        let req = req.body(body).map_err(|e| Error::Shape(format!("{path}: {e}")))?;
+        let req = req.body(body).map_err(|e| Error::Invalid(format!("{path}: {e}")))?;
         let exchange = async {
             let res = s.send_request(req).await.map_err(|e| Error::Transport(format!("{path}: {e}")))?;
             let status = res.status();

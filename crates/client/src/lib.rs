@@ -71,9 +71,9 @@ impl Client {
 
     pub fn with_options(base: &str, o: Options) -> Result<Client> {
         let base = base.trim_end_matches('/').to_string();
-        let url = Url::parse(&base).map_err(|e| Error::Shape(format!("url {base}: {e}")))?;
+        let url = Url::parse(&base).map_err(|e| Error::Invalid(format!("url {base}: {e}")))?;
         if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
-            return Err(Error::Shape(format!("url {base}: expected http://host:port")));
+            return Err(Error::Invalid(format!("url {base}: expected http://host:port")));
         }
         // Keep-alive, Nagle off, HTTP/1.1 only: Baton speaks HTTP/1.1 and a
         // small request must not wait for a delayed ACK.
@@ -95,7 +95,7 @@ impl Client {
     /// The full URL of `path` (path and query), parsed once: the bench keeps
     /// its hot paths' URLs so that each request does not parse one again.
     pub fn url(&self, path: &str) -> Result<Url> {
-        Url::parse(&format!("{}{}", self.base, path)).map_err(|e| Error::Shape(format!("url {path}: {e}")))
+        Url::parse(&format!("{}{}", self.base, path)).map_err(|e| Error::Invalid(format!("url {path}: {e}")))
     }
 
     fn path_url(&self, path: &str) -> String {
@@ -195,7 +195,7 @@ mod tests {
         assert!(Client::new("http://127.0.0.1:6632/", 1).is_ok());
         assert_eq!(Client::new("http://127.0.0.1:6632/", 1).unwrap().base(), "http://127.0.0.1:6632");
         for bad in ["127.0.0.1:6632", "ftp://h:1", "not a url"] {
-            assert!(matches!(Client::new(bad, 1), Err(Error::Shape(_))), "{bad}");
+            assert!(matches!(Client::new(bad, 1), Err(Error::Invalid(_))), "{bad}");
         }
     }
 }
