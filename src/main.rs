@@ -1,5 +1,8 @@
 //! The `baton` binary: parses the command line and hands each subcommand to
-//! the crate that owns it.
+//! the crate that owns it (the client subcommands to `cli`, a thin layer
+//! over `baton-client`).
+
+mod cli;
 
 use clap::{Parser, Subcommand};
 
@@ -24,6 +27,18 @@ enum Command {
     Bench(baton_bench::BenchArgs),
     /// Verify Baton's guarantees: `pipeline` runs the exactly-once pipeline verifier.
     Check(baton_check::CheckArgs),
+    /// Push one JSON payload (or every line of --file, with progress on stderr).
+    Push(cli::PushArgs),
+    /// Pop messages and print them as JSON lines (--ack: ack each once printed).
+    Pop(cli::PopArgs),
+    /// Ack one message by its partition id, lease id and transaction id.
+    Ack(cli::AckArgs),
+    /// List the queues, one JSON line each.
+    Queues(cli::ListArgs),
+    /// List the consumer groups, one JSON line each.
+    Groups(cli::ListArgs),
+    /// Follow a queue: long-poll, print and ack until Ctrl-C or --count.
+    Tail(cli::TailArgs),
 }
 
 fn main() {
@@ -32,6 +47,12 @@ fn main() {
         Command::Serve(a) => baton_server::serve(a),
         Command::Bench(a) => baton_bench::run(a),
         Command::Check(a) => baton_check::run(a),
+        Command::Push(a) => cli::push(a),
+        Command::Pop(a) => cli::pop(a),
+        Command::Ack(a) => cli::ack(a),
+        Command::Queues(a) => cli::queues(a),
+        Command::Groups(a) => cli::groups(a),
+        Command::Tail(a) => cli::tail(a),
     };
     if let Err(e) = res {
         eprintln!("baton: {e}");

@@ -8,14 +8,12 @@
 //! answers checked by markers, as in `baton.rs`, so the driver's own JSON
 //! work stays small next to the server's.
 
-use crate::baton::push_body;
 use crate::hist::Latency;
-use crate::http1::Http1;
 use crate::pipeline::{Output, PipelineTarget};
 use crate::target::{BenchError, Msg, Result};
+use baton_client::http1::Http1;
+use baton_client::wire::{self, json_str, snippet, RawFetchAnswer, RawPopped};
 use hyper::StatusCode;
-use serde::Deserialize;
-use std::borrow::Cow;
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
@@ -37,66 +35,15 @@ struct Names {
     part_json: Vec<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Popped<'a> {
-    #[serde(borrow, default)]
-    partition: Cow<'a, str>,
-    #[serde(borrow, default)]
-    lease_id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    messages: Vec<PoppedMsg<'a>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PoppedMsg<'a> {
-    #[serde(borrow)]
-    transaction_id: Cow<'a, str>,
-    #[serde(borrow)]
-    partition_id: Cow<'a, str>,
-    #[serde(borrow, default)]
-    data: Option<&'a serde_json::value::RawValue>,
-}
-
-#[derive(Deserialize)]
-struct FetchAnswer<'a> {
-    #[serde(borrow)]
-    entries: Vec<FetchEntry<'a>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct FetchEntry<'a> {
-    #[serde(borrow, default)]
-    records: Vec<FetchRecord<'a>>,
-    #[serde(default)]
-    high_watermark: u64,
-    #[serde(default)]
-    error: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct FetchRecord<'a> {
-    offset: u64,
-    #[serde(borrow)]
-    transaction_id: Cow<'a, str>,
-}
-
-fn json_str(s: &str) -> String {
-    serde_json::to_string(s).expect("a str serializes")
-}
-
-fn snippet(body: &[u8]) -> String {
-    String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned()
+fn err(what: &str) -> impl Fn(baton_client::Error) -> BenchError + '_ {
+    move |e| BenchError(format!("{what}: {e}"))
 }
 
 impl BatonPipeline {
     /// The Baton at `base`; `pool` = concurrent workers.
     pub fn new(base: &str) -> Result<BatonPipeline> {
         Ok(BatonPipeline {
-            http: Http1::new(base)?,
+            http: Http1::new(base).map_err(|e| BenchError(format!("--url: {e}")))?,
             lease_secs: 30,
             names: OnceLock::new(),
             commits: Mutex::new(Latency::new()),
@@ -108,7 +55,7 @@ impl BatonPipeline {
     }
 
     async fn post(&self, path: &str, body: Vec<u8>) -> Result<(StatusCode, bytes::Bytes)> {
-        self.http.post(path, body).await
+        self.http.post(path, body).await.map_err(err(path))
     }
 }
 
@@ -160,11 +107,11 @@ impl PipelineTarget for BatonPipeline {
         let n = self.names()?;
         let Some(first) = batch.first() else { return Ok(()) };
         let part = &n.part_json[first.partition as usize % n.part_json.len()];
-        let (st, b) = self.post("/api/v1/push", push_body(&n.input_json, part, &batch)).await?;
+        let (st, b) = self.post("/api/v1/push", wire::push_body(&n.input_json, part, &batch)).await?;
         if st != StatusCode::CREATED {
             return Err(BenchError(format!("feed: HTTP {st}: {}", snippet(&b))));
         }
-        let queued = memchr::memmem::find_iter(&b, b"\"status\":\"queued\"").count();
+        let queued = wire::count_queued(&b);
         if queued != batch.len() {
             return Err(BenchError(format!("feed: {queued} of {} queued: {}", batch.len(), snippet(&b))));
         }
@@ -174,28 +121,23 @@ impl PipelineTarget for BatonPipeline {
     /// One take-work-commit step; `Ok(0)` when no input came within a second.
     async fn step(&self, max: usize) -> Result<usize> {
         let n = self.names()?;
-        let url = format!(
-            "/api/v1/pop/queue/{}-in?batch={}&wait=true&timeout=1000&leaseSeconds={}",
-            n.queue,
-            max.max(1),
-            self.lease_secs
-        );
-        let (st, b) = self.http.get(&url).await?;
+        let url = wire::pop_path(&format!("{}-in", n.queue), max, Some(1000), Some(self.lease_secs));
+        let (st, b) = self.http.get(&url).await.map_err(err("pop"))?;
         if st == StatusCode::NO_CONTENT {
             return Ok(0);
         }
         if st != StatusCode::OK {
             return Err(BenchError(format!("pop: HTTP {st}: {}", snippet(&b))));
         }
-        let p: Popped = serde_json::from_slice(&b).map_err(|e| BenchError(format!("pop: bad JSON: {e}")))?;
+        let p: RawPopped = serde_json::from_slice(&b).map_err(|e| BenchError(format!("pop: bad JSON: {e}")))?;
         if p.messages.is_empty() {
             return Ok(0);
         }
         let lease = p.lease_id.as_deref().ok_or_else(|| BenchError("pop: answer without a leaseId".into()))?;
-        let body = txn_body(n, &p.partition, lease, &p.messages);
+        let body = wire::txn_ack_push_body(&n.output_json, &p.partition, lease, &p.messages);
         let t0 = Instant::now();
         let (st, b) = self.post("/api/v1/transaction", body).await?;
-        if st != StatusCode::OK || memchr::memmem::find(&b, b"\"success\":true").is_none() {
+        if st != StatusCode::OK || !wire::txn_committed(&b) {
             return Err(BenchError(format!("transaction: HTTP {st}: {}", snippet(&b))));
         }
         self.commits.lock().unwrap_or_else(|e| e.into_inner()).record(t0.elapsed());
@@ -210,15 +152,12 @@ impl PipelineTarget for BatonPipeline {
             let mut offset = 0u64;
             // Bounded: each round advances past at least one record or stops.
             for _ in 0..1_000_000 {
-                let body = format!(
-                    "{{\"entries\":[{{\"queue\":{},\"partition\":{part},\"offset\":{offset},\"maxBytes\":4194304}}]}}",
-                    n.output_json
-                );
-                let (st, b) = self.post("/api/v1/fetch", body.into_bytes()).await?;
+                let body = wire::fetch_one_body(&n.output_json, part, offset, 4 << 20);
+                let (st, b) = self.post("/api/v1/fetch", body).await?;
                 if st != StatusCode::OK {
                     return Err(BenchError(format!("fetch: HTTP {st}: {}", snippet(&b))));
                 }
-                let a: FetchAnswer =
+                let a: RawFetchAnswer =
                     serde_json::from_slice(&b).map_err(|e| BenchError(format!("fetch: bad JSON: {e}")))?;
                 let Some(e) = a.entries.into_iter().next() else { break };
                 if e.error.as_deref() == Some("UNKNOWN_TOPIC_OR_PARTITION") {
@@ -247,82 +186,20 @@ impl PipelineTarget for BatonPipeline {
         let mut left = Vec::new();
         // Each pop drains up to 10,000 of one partition; bounded rounds cover them all.
         for _ in 0..100_000 {
-            let url = format!("/api/v1/pop/queue/{}-in?batch=10000&wait=false", n.queue);
-            let (st, b) = self.http.get(&url).await?;
+            let url = wire::pop_path(&format!("{}-in", n.queue), 10_000, None, None);
+            let (st, b) = self.http.get(&url).await.map_err(err("pop"))?;
             if st == StatusCode::NO_CONTENT {
                 return Ok(left);
             }
             if st != StatusCode::OK {
                 return Err(BenchError(format!("pop: HTTP {st}: {}", snippet(&b))));
             }
-            let p: Popped = serde_json::from_slice(&b).map_err(|e| BenchError(format!("pop: bad JSON: {e}")))?;
+            let p: RawPopped = serde_json::from_slice(&b).map_err(|e| BenchError(format!("pop: bad JSON: {e}")))?;
             if p.messages.is_empty() {
                 return Ok(left);
             }
             left.extend(p.messages.into_iter().map(|m| m.transaction_id.into_owned()));
         }
         Err(BenchError("remaining_inputs: the input queue did not run dry".into()))
-    }
-}
-
-/// The body of the commit: ack every popped message with the lease, push
-/// each one's payload to the output partition of the same name.
-fn txn_body(n: &Names, partition: &str, lease: &str, msgs: &[PoppedMsg<'_>]) -> Vec<u8> {
-    let lease_json = json_str(lease);
-    let part_json = json_str(partition);
-    let mut b = Vec::with_capacity(128 + msgs.len() * 420);
-    b.extend_from_slice(b"{\"operations\":[");
-    for m in msgs {
-        b.extend_from_slice(b"{\"type\":\"ack\",\"transactionId\":");
-        b.extend_from_slice(json_str(&m.transaction_id).as_bytes());
-        b.extend_from_slice(b",\"partitionId\":");
-        b.extend_from_slice(json_str(&m.partition_id).as_bytes());
-        b.extend_from_slice(b",\"leaseId\":");
-        b.extend_from_slice(lease_json.as_bytes());
-        b.extend_from_slice(b",\"status\":\"completed\"},");
-    }
-    b.extend_from_slice(b"{\"type\":\"push\",\"items\":[");
-    for (i, m) in msgs.iter().enumerate() {
-        if i > 0 {
-            b.push(b',');
-        }
-        b.extend_from_slice(b"{\"queue\":");
-        b.extend_from_slice(n.output_json.as_bytes());
-        b.extend_from_slice(b",\"partition\":");
-        b.extend_from_slice(part_json.as_bytes());
-        b.extend_from_slice(b",\"transactionId\":");
-        b.extend_from_slice(json_str(&m.transaction_id).as_bytes());
-        b.extend_from_slice(b",\"payload\":");
-        b.extend_from_slice(m.data.map_or("null", |d| d.get()).as_bytes());
-        b.push(b'}');
-    }
-    b.extend_from_slice(b"]}],\"requiredLeases\":[");
-    b.extend_from_slice(lease_json.as_bytes());
-    b.extend_from_slice(b"]}");
-    b
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn txn_body_acks_with_the_lease_and_pushes_to_the_same_partition() {
-        let n = Names {
-            queue: "q".into(),
-            input_json: json_str("q-in"),
-            output_json: json_str("q-out"),
-            part_json: vec![],
-        };
-        let raw: Box<serde_json::value::RawValue> = serde_json::from_str("\"xy\"").unwrap();
-        let m = PoppedMsg { transaction_id: "t1".into(), partition_id: "P".into(), data: Some(&raw) };
-        let v: serde_json::Value = serde_json::from_slice(&txn_body(&n, "p3", "L", &[m])).unwrap();
-        assert_eq!(
-            v,
-            serde_json::json!({"operations": [
-                {"type": "ack", "transactionId": "t1", "partitionId": "P", "leaseId": "L", "status": "completed"},
-                {"type": "push", "items": [{"queue": "q-out", "partition": "p3", "transactionId": "t1", "payload": "xy"}]}
-            ], "requiredLeases": ["L"]})
-        );
     }
 }

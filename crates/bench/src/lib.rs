@@ -24,7 +24,6 @@
 pub mod baton;
 pub mod baton_pipeline;
 pub mod hist;
-pub mod http1;
 pub mod kafka;
 pub mod peers;
 pub mod pipeline;

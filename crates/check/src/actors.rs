@@ -4,9 +4,9 @@
 //! records what it saw in the shared history; none of them judges it.
 
 use crate::broker::Broker;
-use crate::client::{Ack, PushItem, TxnOutcome};
 use crate::history::{Delivery, Fed, Outcome, Txn};
 use crate::pipeline::{Fault, Rng, Shared};
+use baton_client::{Ack, PushItem, TxnOutcome};
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
@@ -28,11 +28,8 @@ pub(crate) async fn feeder(s: Arc<Shared>, f: u32, nf: u32) {
     'chunks: for chunk in ids.chunks(s.a.feed_batch.max(1) as usize) {
         let items: Vec<PushItem> = chunk
             .iter()
-            .map(|id| PushItem {
-                queue: s.qin.clone(),
-                partition: (id % p).to_string(),
-                transaction_id: format!("in-{id}"),
-                payload: json!({"id": id, "seq": id / p}),
+            .map(|id| {
+                PushItem::new(&s.qin, &(id % p).to_string(), &format!("in-{id}"), json!({"id": id, "seq": id / p}))
             })
             .collect();
         let mut b = 10;
@@ -69,12 +66,7 @@ pub(crate) async fn feeder(s: Arc<Shared>, f: u32, nf: u32) {
 }
 
 fn out_item(s: &Shared, partition: &str, id: u64, seq: u64, tag: &str) -> PushItem {
-    PushItem {
-        queue: s.qout.clone(),
-        partition: partition.to_string(),
-        transaction_id: format!("out-{id}"),
-        payload: json!({"id": id, "seq": seq, "out": id * 2, "txn": tag}),
-    }
+    PushItem::new(&s.qout, partition, &format!("out-{id}"), json!({"id": id, "seq": seq, "out": id * 2, "txn": tag}))
 }
 
 pub(crate) async fn worker(s: Arc<Shared>, w: u32) {

@@ -7,11 +7,11 @@
 //!   ([`history::check`]). Optional fault injection: SIGKILL and restart the
 //!   broker, abandon batches, commit on an expired lease.
 //!
-//! [`client`] is the small HTTP client every check (and the bench) can use.
+//! Baton is spoken to through `baton-client` (crates/client), the one client
+//! the bench and the CLI use too.
 
 mod actors;
 pub mod broker;
-pub mod client;
 pub mod history;
 pub mod pipeline;
 

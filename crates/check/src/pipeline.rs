@@ -22,8 +22,8 @@
 
 use crate::actors::{feeder, killer, reader, sleep_ms, worker};
 use crate::broker::Broker;
-use crate::client::Client;
 use crate::history::{self, Delivery, Fed, History, Rec, Txn, Verdict};
+use baton_client::Client;
 use clap::Args;
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
@@ -235,7 +235,7 @@ impl Shared {
     }
 }
 
-fn decode(partition: &str, r: &crate::client::FetchedRecord) -> Rec {
+fn decode(partition: &str, r: &baton_client::FetchedRecord) -> Rec {
     let g = |k: &str| r.payload.get(k).and_then(Value::as_u64);
     Rec {
         partition: partition.to_string(),
@@ -275,7 +275,7 @@ async fn probe_waiting(s: &Shared) -> Result<Option<Vec<u64>>, String> {
     loop {
         let v = match s.client.queue_view(&s.qin).await {
             Ok(v) => v,
-            Err(crate::client::Error::Status { code: 404, .. }) => return Ok(Some(vec![])),
+            Err(baton_client::Error::Api { status: 404, .. }) => return Ok(Some(vec![])),
             Err(e) if e.is_unknown() && Instant::now() < until => {
                 sleep_ms(100).await;
                 continue;

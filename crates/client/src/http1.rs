@@ -1,4 +1,4 @@
-//! A lean HTTP/1.1 client for the load generator: keep-alive connections to one
+//! A lean HTTP/1.1 transport for the load generator's hot loop: keep-alive connections to one
 //! server, checked out per request, on hyper's connection-level API.
 //!
 //! Owns only the idle connections. The load generator shares the 2 cores with
@@ -9,7 +9,7 @@
 //! itself: a failed request is reported to the caller, whose step decides
 //! (a transaction retried blindly could commit twice).
 
-use crate::target::{BenchError, Result};
+use crate::error::{Error, Result};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::client::conn::http1::SendRequest;
@@ -35,7 +35,7 @@ impl Http1 {
             .trim_end_matches('/')
             .strip_prefix("http://")
             .filter(|a| !a.is_empty() && !a.contains('/'))
-            .ok_or_else(|| BenchError(format!("--url {base}: expected http://host:port")))?
+            .ok_or_else(|| Error::Invalid(format!("url {base}: expected http://host:port")))?
             .to_string();
         Ok(Http1 { authority, idle: Mutex::new(Vec::new()), timeout: Duration::from_secs(120) })
     }
@@ -43,11 +43,11 @@ impl Http1 {
     async fn connect(&self) -> Result<SendRequest<Body>> {
         let tcp = tokio::net::TcpStream::connect(&self.authority)
             .await
-            .map_err(|e| BenchError(format!("connect {}: {e}", self.authority)))?;
-        tcp.set_nodelay(true).map_err(|e| BenchError(format!("TCP_NODELAY: {e}")))?;
+            .map_err(|e| Error::Transport(format!("connect {}: {e}", self.authority)))?;
+        tcp.set_nodelay(true).map_err(|e| Error::Transport(format!("TCP_NODELAY: {e}")))?;
         let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
             .await
-            .map_err(|e| BenchError(format!("HTTP handshake with {}: {e}", self.authority)))?;
+            .map_err(|e| Error::Transport(format!("HTTP handshake with {}: {e}", self.authority)))?;
         // The connection task ends when the sender is dropped or the server closes.
         tokio::spawn(conn);
         Ok(send)
@@ -84,21 +84,21 @@ impl Http1 {
             }
             None => Body::Right(Empty::new()),
         };
-        let req = req.body(body).map_err(|e| BenchError(format!("{path}: {e}")))?;
+        let req = req.body(body).map_err(|e| Error::Invalid(format!("{path}: {e}")))?;
         let exchange = async {
-            let res = s.send_request(req).await.map_err(|e| BenchError(format!("{path}: {e}")))?;
+            let res = s.send_request(req).await.map_err(|e| Error::Transport(format!("{path}: {e}")))?;
             let status = res.status();
             let bytes = res
                 .into_body()
                 .collect()
                 .await
-                .map_err(|e| BenchError(format!("{path}: reading the answer: {e}")))?
+                .map_err(|e| Error::Transport(format!("{path}: reading the answer: {e}")))?
                 .to_bytes();
-            Ok::<_, BenchError>((status, bytes))
+            Ok::<_, Error>((status, bytes))
         };
         let out = tokio::time::timeout(self.timeout, exchange)
             .await
-            .map_err(|_| BenchError(format!("{path}: no answer in {:?}", self.timeout)))??;
+            .map_err(|_| Error::Transport(format!("{path}: no answer in {:?}", self.timeout)))??;
         // Only a connection that finished its exchange cleanly goes back for reuse.
         self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(s);
         Ok(out)
