@@ -190,4 +190,3 @@ pub fn txn_request(raw: &[u8], cfg: &HttpConfig) -> Result<TxnRequest, ApiError>
     baton_core::timers::validate(&req.timers)?;
     Ok(req)
 }
-
