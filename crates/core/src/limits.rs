@@ -17,11 +17,14 @@ pub struct Limits {
     /// Consumer groups that may exist at once; a pop, seek or commit that would make one
     /// more is refused `too_many_groups` (429).
     pub max_groups: usize,
+    /// A pop leases no more messages than fit in this many bytes of stored batches (at
+    /// least one message): the answer is built from them (issue 12 item 12).
+    pub max_pop_bytes: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_frame_bytes: 64 << 20, max_entry_bytes: 128 << 20, max_groups: 100_000 }
+        Limits { max_frame_bytes: 64 << 20, max_entry_bytes: 128 << 20, max_groups: 100_000, max_pop_bytes: 64 << 20 }
     }
 }
 
@@ -36,7 +39,7 @@ impl Limits {
                 self.max_frame_bytes, self.max_entry_bytes
             ));
         }
-        if self.max_frame_bytes == 0 || self.max_entry_bytes == 0 || self.max_groups == 0 {
+        if self.max_frame_bytes == 0 || self.max_entry_bytes == 0 || self.max_groups == 0 || self.max_pop_bytes == 0 {
             return Err("engine limits must be positive".into());
         }
         Ok(())

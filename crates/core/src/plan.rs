@@ -360,6 +360,12 @@ impl Planner {
                 };
                 let mut v = Vec::new();
                 let mut o = next;
+                // The stored batches the answer will read, bounded by `max_pop_bytes`: a pop
+                // of a huge batch count over large messages must not build a huge answer.
+                // The first message always goes, so a message larger than the bound is still
+                // delivered.
+                let mut bytes = 0u64;
+                let mut last_batch = None;
                 while o < p.end && v.len() < req.batch as usize {
                     if cursor.is_some_and(|c| c.done.contains(&o)) {
                         o += 1;
@@ -370,6 +376,15 @@ impl Planner {
                     {
                         self.wakeups.push((ready, q));
                         break;
+                    }
+                    let bi = p.batch_index(o);
+                    if bi != last_batch {
+                        let len = bi.map_or(0, |i| p.batches[i].len as u64);
+                        if !v.is_empty() && bytes + len > self.limits.max_pop_bytes {
+                            break;
+                        }
+                        bytes += len;
+                        last_batch = bi;
                     }
                     v.push(o);
                     o += 1;

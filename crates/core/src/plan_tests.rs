@@ -583,3 +583,23 @@ fn no_dead_letters_when_the_queue_has_no_dead_letter_queue() {
     let again = f.pop(4 * S, "q", None, 1).expect("past retryLimit, without a DLQ it comes back");
     assert_eq!(offsets(&again), vec![0]);
 }
+
+/// Item 12: a pop of a large batch count over large messages built an answer of any size
+/// (10,000 messages of 1 MiB: 10 GB). The lease stops at the stored-bytes bound, and a
+/// message larger than the bound still goes, alone.
+#[test]
+fn a_pop_is_bounded_by_the_bytes_it_will_read() {
+    let mut f = Fixture::new();
+    for i in 0..5 {
+        let big = format!("{i}{}", "x".repeat(100));
+        f.push(S + i, "q", "p", &[big.as_str()]);
+    }
+    let one = f.p.state.partition("q", "p").unwrap().batches[0].len as u64;
+    f.p.limits.max_pop_bytes = one * 5 / 2;
+    let r = f.pop(2 * S, "q", None, 100).unwrap();
+    assert_eq!(r.messages.len(), 2, "two batches fit in two and a half");
+    assert!(r.spans.iter().map(|s| s.len as u64).sum::<u64>() <= one * 5 / 2);
+    f.p.limits.max_pop_bytes = 1;
+    let r = f.pop(3 * S, "q", Some("g"), 100).unwrap();
+    assert_eq!(r.messages.len(), 1, "a message over the bound still goes, alone");
+}

@@ -160,6 +160,10 @@ pub struct ServeArgs {
     /// Consumer groups that may exist at once; one more is refused `too_many_groups` (429).
     #[arg(long, env = "BATON_MAX_GROUPS", default_value_t = 100_000)]
     pub max_groups: usize,
+    /// A pop leases at most as many messages as fit in this many MiB of stored batches (at
+    /// least one), so one pop cannot build an answer of any size.
+    #[arg(long, env = "BATON_MAX_POP_MB", default_value_t = 64)]
+    pub max_pop_mb: u64,
     /// Requests that may wait for the planner; one more is answered `overloaded` (429).
     #[arg(long, env = "BATON_MAX_QUEUED_REQUESTS", default_value_t = 65_536)]
     pub max_queued_requests: usize,
@@ -206,6 +210,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         max_frame_bytes: a.max_frame_mb.saturating_mul(1 << 20),
         max_entry_bytes: a.max_entry_mb.saturating_mul(1 << 20),
         max_groups: a.max_groups,
+        max_pop_bytes: a.max_pop_mb.saturating_mul(1 << 20),
     };
     cfg.limits.validate().map_err(|e| format!("--max-frame-mb/--max-entry-mb/--max-groups: {e}"))?;
     if a.kafka_max_frame_bytes > cfg.limits.max_entry_bytes {
