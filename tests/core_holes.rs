@@ -81,6 +81,10 @@ async fn a_second_server_on_the_same_directory_refuses_to_start_naming_the_holde
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("in use by process") && err.contains(&api.s.pid().to_string()), "{err}");
+    // Deleting the pid file frees nothing: the lock is on the directory.
+    std::fs::remove_file(api.s.dir.join("LOCK")).unwrap();
+    let out = second_server(&api.s.dir);
+    assert!(!out.status.success(), "a deleted LOCK file let a second server in");
     // The first is untouched.
     assert_eq!(api.pop_some("q", "batch=10").await.len(), 2);
 }
