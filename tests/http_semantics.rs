@@ -348,13 +348,15 @@ async fn retention_moves_log_start_and_deletes_old_segments() {
     let parts = listed();
     assert_eq!(parts.len(), 1, "{parts:?}");
     let pdir = parts[0].clone();
-    let segs = || {
+    // Each segment has its index files beside it (D29); they come and go with it.
+    let files = || {
         let mut v: Vec<String> = std::fs::read_dir(&pdir)
             .map(|d| d.map(|e| e.unwrap().file_name().into_string().unwrap()).collect())
             .unwrap_or_default();
         v.sort();
         v
     };
+    let segs = || files().into_iter().filter(|f| f.ends_with(".seg")).collect::<Vec<_>>();
     // Segment files get their names on the provisioner's thread, just after the push answers.
     let deadline = Instant::now() + Duration::from_secs(5);
     while segs().len() < 2 && Instant::now() < deadline {
@@ -376,6 +378,15 @@ async fn retention_moves_log_start_and_deletes_old_segments() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(segs(), ["00000000000000000003.seg"], "the old segment is deleted, the active one kept");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while files().len() > 3 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        files(),
+        ["00000000000000000003.idx", "00000000000000000003.seg", "00000000000000000003.txid"],
+        "its index files go with it"
+    );
     assert_eq!(api.fetch("ret", "Default", 0).await["error"], "OFFSET_OUT_OF_RANGE");
     api.pop_none("ret", "batch=10").await;
     // The partition goes on from where it was.

@@ -21,6 +21,8 @@ pub struct Server {
     _tmp: Option<tempfile::TempDir>,
     args: Vec<String>,
     envs: Vec<(String, String)>,
+    /// RLIMIT_NOFILE (soft and hard) the server is started under.
+    pub nofile: Option<u64>,
 }
 
 impl Server {
@@ -45,6 +47,23 @@ impl Server {
             _tmp: Some(tmp),
             args: args.iter().map(|s| s.to_string()).collect(),
             envs: envs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            nofile: None,
+        };
+        s.spawn();
+        s
+    }
+
+    /// Start with extra flags under a limit of `nofile` open files (soft and hard).
+    pub fn start_with_nofile(args: &[&str], nofile: u64) -> Server {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let mut s = Server {
+            child: None,
+            port: free_port(),
+            dir: tmp.path().join("data"),
+            _tmp: Some(tmp),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            envs: Vec::new(),
+            nofile: Some(nofile),
         };
         s.spawn();
         s
@@ -63,6 +82,17 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
+        if let Some(n) = self.nofile {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe; it only limits this child.
+            unsafe {
+                c.pre_exec(move || {
+                    let lim = libc::rlimit { rlim_cur: n, rlim_max: n };
+                    libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+                    Ok(())
+                });
+            }
+        }
         c
     }
 

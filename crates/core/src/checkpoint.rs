@@ -15,72 +15,148 @@
 //! with data size, are never in the snapshot.
 
 use crate::entry::decode_entries;
+use crate::files::{file_path, Kind};
+use crate::index::{REC, TXID};
 use crate::provision::Provisioner;
 use crate::state::{State, StorageConfig};
 use crate::store::PartitionFiles;
 use baton_log::{recover as wal_recover, WalConfig, WalError};
+use parking_lot::Mutex;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 const FILE: &str = "checkpoint.bin";
-/// Format 2 (D13): the dedup index is rebuilt on load, not stored.
-const MAGIC: &[u8; 8] = b"BATNCKP3";
-/// Formats this build refuses by name: 1 (before D13), 2 (FNV transaction-id hashes, before D21).
-const OLD_MAGICS: [&[u8; 8]; 2] = [b"BATNCKP1", b"BATNCKP2"];
+/// Format 4 (D29): per-message metadata is in the partitions' index files, not here.
+const MAGIC: &[u8; 8] = b"BATNCKP4";
+/// Formats this build refuses by name: 1 (before D13), 2 (FNV transaction-id hashes, before D21),
+/// 3 (per-message metadata in the checkpoint, before D29).
+const OLD_MAGICS: [&[u8; 8]; 3] = [b"BATNCKP1", b"BATNCKP2", b"BATNCKP3"];
 
 pub struct Snapshot {
     pub index: u64,
     state: Box<State>,
-    files: Vec<Arc<File>>,
-    dirs: Vec<PathBuf>,
-    graveyard: Vec<PathBuf>,
+    work: Unsynced,
+    unsynced: Arc<Mutex<Unsynced>>,
     provisioner: Option<Arc<Provisioner>>,
 }
 
+/// What a checkpoint must still make durable or delete: files to sync, directories to sync,
+/// retired files to delete once no checkpoint names them. A checkpoint that fails for a
+/// reason that passes (out of descriptors, a full disk) gives its part back here and the
+/// next one does it, instead of latching the node (issue 12 item 11).
+#[derive(Debug, Default)]
+pub struct Unsynced {
+    pub files: Vec<PathBuf>,
+    pub dirs: Vec<PathBuf>,
+    pub graveyard: Vec<PathBuf>,
+}
+
+impl Unsynced {
+    fn absorb(&mut self, other: Unsynced) {
+        self.files.extend(other.files);
+        self.dirs.extend(other.dirs);
+        self.graveyard.extend(other.graveyard);
+    }
+}
+
+/// Why a checkpoint failed: `Retry` changed nothing that matters (the WAL still holds
+/// everything and the next checkpoint does the work again); `Fatal` is a failed sync of
+/// data already written, after which the page cache may have dropped it, so the node stops.
+#[derive(Debug)]
+pub enum CheckpointError {
+    Retry(String),
+    Fatal(String),
+}
+
+impl std::fmt::Display for CheckpointError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CheckpointError::Retry(e) => write!(f, "{e} (will be retried)"),
+            CheckpointError::Fatal(e) => f.write_str(e),
+        }
+    }
+}
+
 impl Snapshot {
-    /// Copy the state on the planner thread (the only consistent moment); it is serialized later, off it.
-    pub fn take(state: &mut State) -> Result<Snapshot, String> {
-        let mut files = Vec::new();
-        let mut dirs = Vec::new();
+    /// Copy the state on the planner thread (the only consistent moment); it is serialized
+    /// later, off it. Every index tail is written first: the marks name only what is in the
+    /// index files. Fails (changing nothing a retry needs) when a tail cannot be written.
+    pub fn take(state: &mut State) -> Result<Snapshot, CheckpointError> {
+        let prov = state.storage.provisioner.clone();
+        for p in state.parts.values_mut() {
+            if let Some(f) = p.files.as_mut() {
+                f.release_pins(prov.as_deref());
+                f.flush_index().map_err(|e| CheckpointError::Retry(format!("write partition {} index: {e}", p.id)))?;
+            }
+        }
+        let mut work = std::mem::take(&mut *state.storage.unsynced.lock());
         for p in state.parts.values_mut() {
             if let Some(f) = p.files.as_mut() {
                 p.marks = f.marks();
-                files.extend(f.take_dirty());
-                dirs.extend(f.take_dirty_dir());
+                work.files.extend(f.take_dirty());
+                work.dirs.extend(f.take_dirty_dir());
             }
         }
-        if !dirs.is_empty() {
-            dirs.push(state.storage.data_dir.join("partitions"));
+        if !work.dirs.is_empty() {
+            work.dirs.push(state.storage.data_dir.join("partitions"));
         }
-        let graveyard = std::mem::take(&mut state.graveyard);
+        work.graveyard.append(&mut state.graveyard);
         let copy = Box::new(state.clone());
-        let provisioner = state.storage.provisioner.clone();
-        Ok(Snapshot { index: state.applied_index, state: copy, files, dirs, graveyard, provisioner })
+        let unsynced = state.storage.unsynced.clone();
+        Ok(Snapshot { index: state.applied_index, state: copy, work, unsynced, provisioner: prov })
     }
 
     /// Serialize (here, off the planner) and write the snapshot atomically.
-    pub fn write(self, dir: &Path) -> Result<(), String> {
-        // Every file this snapshot names must be under that name before the directories are synced.
-        if let Some(p) = &self.provisioner {
-            p.barrier()?;
+    pub fn write(mut self, dir: &Path) -> Result<(), CheckpointError> {
+        let work = std::mem::take(&mut self.work);
+        match self.write_named(dir, &work) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                if matches!(e, CheckpointError::Retry(_)) {
+                    self.unsynced.lock().absorb(work);
+                }
+                Err(e)
+            }
         }
-        for f in &self.files {
-            f.sync_data().map_err(|e| format!("sync partition file: {e}"))?;
+    }
+
+    fn write_named(&self, dir: &Path, work: &Unsynced) -> Result<(), CheckpointError> {
+        use CheckpointError::{Fatal, Retry};
+        // Every file this snapshot names must be under that name before it is opened by
+        // name and before the directories are synced.
+        if let Some(p) = &self.provisioner {
+            p.barrier().map_err(Retry)?;
+        }
+        let mut seen = std::collections::HashSet::new();
+        for path in work.files.iter().filter(|p| seen.insert(*p)) {
+            let f = match File::open(path) {
+                Ok(f) => f,
+                // Retired and deleted by an earlier checkpoint after this one was asked for.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && work.graveyard_covers(path) => continue,
+                Err(e) => return Err(Retry(format!("open {} to sync it: {e}", path.display()))),
+            };
+            f.sync_data().map_err(|e| Fatal(format!("sync partition file {}: {e}", path.display())))?;
         }
         // New segment files must survive a power cut as directory entries too.
-        for d in &self.dirs {
-            File::open(d).and_then(|d| d.sync_all()).map_err(|e| format!("sync {}: {e}", d.display()))?;
+        for d in &work.dirs {
+            let f = match File::open(d) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && work.graveyard_covers(d) => continue,
+                Err(e) => return Err(Retry(format!("open {} to sync it: {e}", d.display()))),
+            };
+            f.sync_all().map_err(|e| Fatal(format!("sync {}: {e}", d.display())))?;
         }
         let tmp = dir.join("checkpoint.tmp");
-        let f = File::create(&tmp).map_err(|e| format!("create {}: {e}", tmp.display()))?;
-        write_streamed(&f, &self.state)?;
-        f.sync_all().map_err(|e| e.to_string())?;
-        fs::rename(&tmp, dir.join(FILE)).map_err(|e| e.to_string())?;
-        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| format!("sync data dir: {e}"))?;
+        let f = File::create(&tmp).map_err(|e| Retry(format!("create {}: {e}", tmp.display())))?;
+        write_streamed(&f, &self.state).map_err(Retry)?;
+        f.sync_all().map_err(|e| Retry(format!("sync {}: {e}", tmp.display())))?;
+        fs::rename(&tmp, dir.join(FILE)).map_err(|e| Retry(format!("rename {}: {e}", tmp.display())))?;
+        let d = File::open(dir).map_err(|e| Fatal(format!("open data dir: {e}")))?;
+        d.sync_all().map_err(|e| Fatal(format!("sync data dir: {e}")))?;
         // Only now, with a durable checkpoint that does not name them, may retired files go.
-        for p in &self.graveyard {
+        for p in &work.graveyard {
             let res = if p.is_dir() { fs::remove_dir_all(p) } else { fs::remove_file(p) };
             match res {
                 // A partition deleted before its first append never had a directory (D17).
@@ -90,6 +166,13 @@ impl Snapshot {
             }
         }
         Ok(())
+    }
+}
+
+impl Unsynced {
+    /// A file (or directory) retired since: it is deleted, not synced.
+    fn graveyard_covers(&self, path: &Path) -> bool {
+        self.graveyard.iter().any(|g| path.starts_with(g))
     }
 }
 
@@ -164,7 +247,7 @@ fn load(dir: &Path) -> Result<Option<State>, String> {
     };
     if let Some(v) = OLD_MAGICS.iter().position(|m| bytes.len() >= 12 && &bytes[..8] == *m) {
         return Err(format!(
-            "{} was written by an older Baton (checkpoint format {}); this build reads format 3 only: \
+            "{} was written by an older Baton (checkpoint format {}); this build reads format 4 only: \
              start with a fresh --data-dir",
             path.display(),
             v + 1
@@ -192,9 +275,6 @@ pub fn recover(storage: StorageConfig, wal: &WalConfig) -> Result<(State, u64), 
     let loaded = load(&storage.data_dir)?;
     let had_checkpoint = loaded.is_some();
     let mut state = loaded.unwrap_or_default();
-    for p in state.parts.values_mut() {
-        p.rebuild_dedup();
-    }
     state.next_lease = state.next_lease.max(1);
     state.storage = storage.clone();
     let parts_dir = storage.data_dir.join("partitions");
@@ -217,9 +297,16 @@ pub fn recover(storage: StorageConfig, wal: &WalConfig) -> Result<(State, u64), 
         let dir = state.part_dir(id);
         let p = state.parts.get_mut(&id).expect("key listed");
         p.files = Some(
-            PartitionFiles::restore(dir, storage.segment_bytes, &p.marks)
+            PartitionFiles::restore(id, dir, storage.segment_bytes, storage.store.clone(), &p.marks)
                 .map_err(|e| format!("restore partition {id}: {e}"))?,
         );
+    }
+    // The dedup window as of the checkpoint, from the files just cut to its marks; replay
+    // then adds and expires keys as apply did live.
+    let now = state.last_ts;
+    for p in state.parts.values_mut() {
+        let window = state.queues.get(&p.queue).map_or(0, |q| q.options.dedup_window_seconds);
+        p.rebuild_dedup(window, now).map_err(|e| format!("rebuild partition {} dedup window: {e}", p.id))?;
     }
     let from = state.applied_index + 1;
     let info = wal_recover(wal, from, |index, payload| {
@@ -276,17 +363,18 @@ fn preflight(state: &State, had_checkpoint: bool, parts_dir: &Path, wal: &WalCon
     for (id, p) in &state.parts {
         let dir = state.part_dir(*id);
         for m in &p.marks {
-            let path = crate::store::seg_path(&dir, m.base);
-            let len = match fs::metadata(&path) {
-                Ok(md) => md.len(),
-                Err(e) => return refuse(format!("partition {id}: {} is missing ({e})", path.display())),
-            };
-            if len < m.len {
-                return refuse(format!(
-                    "partition {id}: {} is {len} bytes but the checkpoint recorded {} (truncated or damaged)",
-                    path.display(),
-                    m.len
-                ));
+            for (kind, want) in [(Kind::Seg, m.len), (Kind::Idx, m.batches * REC), (Kind::Txid, m.msgs * TXID)] {
+                let path = file_path(&dir, m.base, kind);
+                let len = match fs::metadata(&path) {
+                    Ok(md) => md.len(),
+                    Err(e) => return refuse(format!("partition {id}: {} is missing ({e})", path.display())),
+                };
+                if len < want {
+                    return refuse(format!(
+                        "partition {id}: {} is {len} bytes but the checkpoint recorded {want} (truncated or damaged)",
+                        path.display(),
+                    ));
+                }
             }
         }
     }

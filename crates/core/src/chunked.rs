@@ -65,7 +65,10 @@ impl<T: Clone> Chunked<T> {
 
     pub fn push_back(&mut self, x: T) {
         if self.chunks.back().is_none_or(|c| c.len() == CHUNK) {
-            self.chunks.push_back(Arc::new(Vec::with_capacity(CHUNK)));
+            // A first chunk starts small: most partitions hold a few entries, and one
+            // allocated whole cost each of them kilobytes (issue 18: bytes per idle partition).
+            let cap = if self.chunks.is_empty() { 4 } else { CHUNK };
+            self.chunks.push_back(Arc::new(Vec::with_capacity(cap)));
         }
         let tail = self.chunks.back_mut().expect("a tail chunk was just ensured");
         Arc::make_mut(tail).push(x);

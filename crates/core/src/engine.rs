@@ -32,6 +32,10 @@ pub struct EngineConfig {
     /// Cut a damaged (whole, checksum failing) last WAL frame at start instead of refusing.
     pub wal_truncate_damaged_tail: bool,
     pub partition_segment_bytes: u64,
+    /// Partition files kept open at once (D29); more are closed least recently used first.
+    pub max_open_files: usize,
+    /// Bytes of partition index blocks kept in memory (D29).
+    pub index_cache_bytes: u64,
     pub checkpoint_interval: Duration,
     pub limits: crate::limits::Limits,
     /// Requests waiting for the planner; one more is answered `overloaded` (429) at once
@@ -48,6 +52,8 @@ impl EngineConfig {
             wal_recycle: baton_log::WalConfig::DEFAULT_RECYCLE,
             wal_truncate_damaged_tail: false,
             partition_segment_bytes: 64 << 20,
+            max_open_files: crate::files::DEFAULT_MAX_OPEN,
+            index_cache_bytes: crate::files::DEFAULT_INDEX_CACHE_BYTES,
             checkpoint_interval: Duration::from_secs(30),
             limits: crate::limits::Limits::default(),
             max_queued_requests: 65_536,
@@ -74,6 +80,10 @@ pub struct Counters {
     pub acked: AtomicU64,
     pub entries: AtomicU64,
     pub checkpoints: AtomicU64,
+    /// Checkpoints that failed for a reason that passes and were left to the next one.
+    pub checkpoint_failures: AtomicU64,
+    /// Bytes of the last checkpoint file written.
+    pub checkpoint_bytes: AtomicU64,
     /// Transactions committed (POST /api/v1/transaction answered success).
     pub txns: AtomicU64,
     /// Requests the planner judged (reads included).
@@ -218,6 +228,7 @@ pub struct Engine {
     _lock: Arc<crate::dirlock::DirLock>,
     shared: Arc<Shared>,
     wal_stats: Arc<WalStats>,
+    files: Arc<crate::files::Store>,
 }
 
 fn gone() -> CoreError {
@@ -232,6 +243,8 @@ impl Engine {
             segment_bytes: cfg.partition_segment_bytes,
             provisioner: None,
             defer_writes: false,
+            store: Arc::new(crate::files::Store::new(cfg.max_open_files, cfg.index_cache_bytes)),
+            unsynced: Default::default(),
         };
         let wal_cfg = WalConfig {
             dir: cfg.data_dir.join("wal"),
@@ -246,8 +259,11 @@ impl Engine {
         let (mut state, next_index) = checkpoint::recover(storage, &wal_cfg)?;
         // Only after recovery, which deletes what is not a partition (a crash's spares too).
         state.storage.provisioner = Some(
-            crate::provision::Provisioner::start(&cfg.data_dir.join("partitions"))
-                .map_err(|e| format!("start the partition file provisioner: {e}"))?,
+            crate::provision::Provisioner::start_with(
+                &cfg.data_dir.join("partitions"),
+                crate::provision::pool_for(cfg.max_open_files),
+            )
+            .map_err(|e| format!("start the partition file provisioner: {e}"))?,
         );
         state.storage.defer_writes = true;
         let appender =
@@ -262,6 +278,7 @@ impl Engine {
             counters: Counters::default(),
         });
         let wal_stats = wal.stats();
+        let files = state.storage.store.clone();
         let (tx, rx) = bounded(cfg.max_queued_requests.max(1));
         let sh = shared.clone();
         std::thread::Builder::new()
@@ -291,7 +308,7 @@ impl Engine {
                 }
             })
             .map_err(|e| e.to_string())?;
-        Ok(Engine { tx, _lock: lock, shared, wal_stats })
+        Ok(Engine { tx, _lock: lock, shared, wal_stats, files })
     }
 
     async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Cmd) -> Result<T, CoreError> {
@@ -431,6 +448,11 @@ impl Engine {
 
     pub fn wal_stats(&self) -> Arc<WalStats> {
         self.wal_stats.clone()
+    }
+
+    /// The open partition files and the index cache (D29), for /metrics.
+    pub fn files(&self) -> Arc<crate::files::Store> {
+        self.files.clone()
     }
 
     /// Finish the group commit in flight, checkpoint, stop. Blocks the calling thread.

@@ -163,6 +163,8 @@ impl Planner {
             planned.insert(pid, (epoch, last_seq));
             seqs.push(Some((pid, epoch, seq, last_seq)));
         }
+        // Before anything is emitted: see `State::prepare_append`.
+        self.state.prepare_append(part)?;
         let entering = planned.keys().any(|pid| !self.state.parts[&part].producers.contains_key(pid));
         let mut first_base = None;
         for ((mut b, h), seq) in r.batches.into_iter().zip(parsed).zip(seqs) {

@@ -15,6 +15,7 @@ fn planner(dir: &std::path::Path) -> Planner {
         segment_bytes: 1 << 20,
         provisioner: None,
         defer_writes: false,
+        ..Default::default()
     }))
 }
 

@@ -93,8 +93,13 @@ impl AckStatus {
 /// checkpoints: the function must never change.
 pub fn txid_key(key: [u64; 2], s: &str) -> TxKey {
     let (a, b) = siphasher::sip128::SipHasher13::new_with_keys(key[0], key[1]).hash(s.as_bytes()).as_u64();
-    [a, b]
+    // 127 bits: the top bit of the second word marks, in `.txid` files, a key the dedup
+    // window holds (D29).
+    [a, b & !DEDUP_FLAG]
 }
+
+/// In a `.txid` record's second word: this message's transaction id is deduplicated.
+pub const DEDUP_FLAG: u64 = 1 << 63;
 
 /// A [`txid_key`]: two words rather than a u128, which serde's JSON and bincode forms of the
 /// state both carry as they are.

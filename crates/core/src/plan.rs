@@ -288,6 +288,11 @@ impl Planner {
             Ok(p) => p,
             Err(e) => return fail(&g, e),
         };
+        // Before the append is emitted: a file that cannot be opened refuses this group
+        // (the partition, if just created, stays, empty), never a half-applied plan.
+        if let Err(e) = self.state.prepare_append(part) {
+            return fail(&g, e);
+        }
         let p = &self.state.parts[&part];
         let base = p.end;
         let mut results = Vec::with_capacity(g.records.len());
@@ -325,36 +330,50 @@ impl Planner {
                 CoreError::not_found("queue_not_found", format!("queue {} does not exist", req.queue))
             })?;
         let group_name = req.group.clone().unwrap_or_else(|| QUEUE_MODE.to_string());
-        let parts: Vec<PartId> = {
-            let queue = &self.state.queues[&q];
-            match &req.partition {
-                Some(name) => match queue.part_by_name.get(name) {
-                    Some(p) => vec![*p],
-                    None => return Ok(None),
-                },
-                None => {
-                    // Rotate the starting partition so one busy partition cannot starve the rest.
-                    let n = queue.parts.len();
-                    if n == 0 {
-                        return Ok(None);
-                    }
-                    let start = (self.ts as usize / 7) % n;
-                    queue.parts[start..].iter().chain(&queue.parts[..start]).copied().collect()
-                }
-            }
+        let named = match &req.partition {
+            Some(name) => match self.state.queues[&q].part_by_name.get(name) {
+                Some(p) => Some(*p),
+                None => return Ok(None),
+            },
+            None if self.state.queues[&q].parts.is_empty() => return Ok(None),
+            None => None,
         };
         let group = self.ensure_group(&group_name, req.from_ts)?;
         let opts = self.state.queues[&q].options.clone();
         let lease_us = req.lease_secs.unwrap_or(opts.lease_time).max(1).saturating_mul(1_000_000);
         let delay_us = opts.delayed_processing.saturating_mul(1_000_000);
         let now = self.ts;
-        for part in parts {
+        // D30: a pop of the queue looks only at the group's candidates, round robin (so one
+        // busy partition cannot starve the rest), and drops those it finds with nothing.
+        let pass = match named {
+            Some(_) => 1,
+            None => {
+                let r = self.state.ready.get(q, group, &self.state.queues[&q].parts);
+                r.wake_due(now);
+                r.pass_len()
+            }
+        };
+        for _ in 0..pass {
+            let part = match named {
+                Some(p) => p,
+                // Tracked since just above: `get` does not build it again.
+                None => match self.state.ready.get(q, group, &[]).next_candidate() {
+                    Some(p) => p,
+                    None => break,
+                },
+            };
             self.expire_if_due(part, group, &opts)?;
+            let mut delayed = false;
             let offsets = {
                 let p = &self.state.parts[&part];
                 let from_ts = self.state.groups[&group].from_ts;
                 let (next, cursor) = match p.cursors.get(&group) {
-                    Some(c) if c.lease.is_some() => continue,
+                    Some(c) if c.lease.is_some() => {
+                        // Held by the group (FIFO): a candidate again when the lease ends.
+                        let expires = c.lease.as_ref().map_or(now, |l| l.expires);
+                        self.state.ready.leased(q, group, part, expires);
+                        continue;
+                    }
                     Some(c) => (c.next.max(p.start), Some(c)),
                     None => (from_ts.map(|t| p.offset_at_ts(t)).unwrap_or(p.start).max(p.start), None),
                 };
@@ -375,16 +394,17 @@ impl Planner {
                         p.ts_of(o).map(|t| t.saturating_add(delay_us)).filter(|r| delay_us > 0 && *r > now)
                     {
                         self.wakeups.push((ready, q));
+                        delayed = true;
                         break;
                     }
-                    let bi = p.batch_index(o);
-                    if bi != last_batch {
-                        let len = bi.map_or(0, |i| p.batches[i].len as u64);
+                    if last_batch.is_none_or(|r: crate::index::BatchRec| o >= r.end()) {
+                        let rec = p.find(o).map(|f| f.rec);
+                        let len = rec.map_or(0, |r| r.len as u64);
                         if !v.is_empty() && bytes + len > self.limits.max_pop_bytes {
                             break;
                         }
                         bytes += len;
-                        last_batch = bi;
+                        last_batch = rec;
                     }
                     v.push(o);
                     o += 1;
@@ -392,6 +412,9 @@ impl Planner {
                 v
             };
             if offsets.is_empty() {
+                if !delayed {
+                    self.state.ready.exhausted(q, group, part);
+                }
                 continue;
             }
             let lease = self.state.next_lease;
@@ -618,8 +641,7 @@ impl Planner {
             let cutoff = now.saturating_sub(q.options.retention_seconds.saturating_mul(1_000_000));
             for pid in &q.parts {
                 let p = &self.state.parts[pid];
-                let keep = p.batches.partition_point(|b| b.ts < cutoff);
-                let start = p.batches.get(keep).map(|b| b.base).unwrap_or(p.end);
+                let start = p.offset_at_ts(cutoff);
                 if start > p.start {
                     trims.push((*pid, start));
                 }

@@ -39,7 +39,13 @@ impl Rng {
 }
 
 fn storage(dir: &std::path::Path) -> StorageConfig {
-    StorageConfig { data_dir: dir.to_path_buf(), segment_bytes: 2048, provisioner: None, defer_writes: false }
+    StorageConfig {
+        data_dir: dir.to_path_buf(),
+        segment_bytes: 2048,
+        provisioner: None,
+        defer_writes: false,
+        ..Default::default()
+    }
 }
 
 const QUEUES: [&str; 3] = ["a", "b", "bad name"];

@@ -16,11 +16,19 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Files kept ready: a burst of this many new partitions costs the planner nothing.
+/// Files kept ready at most: a burst of a third this many new partitions (three files each,
+/// D29) costs the planner nothing.
 pub const POOL: usize = 128;
+
+/// The pool for a node allowed `max_open_files` partition files: its spares, and the taken
+/// ones held until placed, are open files too, so they stay a small part of the budget.
+pub fn pool_for(max_open_files: usize) -> usize {
+    (max_open_files / 16).clamp(6, POOL)
+}
 
 enum Job {
     /// Rename a taken spare to its segment name, creating the partition directory first.
@@ -32,6 +40,10 @@ enum Job {
 pub struct Provisioner {
     jobs: Sender<Job>,
     ready: Receiver<(PathBuf, Arc<File>)>,
+    /// Placements asked for, and done (renamed or failed), in order: a segment keeps
+    /// its taken files open until `done` reaches its ticket (D29).
+    sent: AtomicU64,
+    done: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Provisioner {
@@ -43,6 +55,11 @@ impl std::fmt::Debug for Provisioner {
 impl Provisioner {
     /// Start filling `<partitions>/.spare/` (emptied first: a crash may have left spares).
     pub fn start(partitions: &Path) -> io::Result<Arc<Provisioner>> {
+        Self::start_with(partitions, POOL)
+    }
+
+    /// As [`Provisioner::start`], keeping at most `pool` files ready.
+    pub fn start_with(partitions: &Path, pool: usize) -> io::Result<Arc<Provisioner>> {
         let spare_dir = partitions.join(".spare");
         match fs::remove_dir_all(&spare_dir) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
@@ -50,12 +67,14 @@ impl Provisioner {
         }
         fs::create_dir_all(&spare_dir)?;
         let (jobs, job_rx) = crossbeam_channel::unbounded::<Job>();
-        let (ready_tx, ready) = crossbeam_channel::bounded(POOL);
+        let (ready_tx, ready) = crossbeam_channel::bounded(pool.max(1));
+        let done = Arc::new(AtomicU64::new(0));
+        let d = done.clone();
         std::thread::Builder::new().name("baton-provision".into()).spawn(move || {
             baton_log::priority::lower_this_thread();
-            run(&spare_dir, &job_rx, &ready_tx)
+            run(&spare_dir, &job_rx, &ready_tx, &d)
         })?;
-        Ok(Arc::new(Provisioner { jobs, ready }))
+        Ok(Arc::new(Provisioner { jobs, ready, sent: AtomicU64::new(0), done }))
     }
 
     /// A fresh empty file and its spare path, if one is ready.
@@ -64,9 +83,17 @@ impl Provisioner {
     }
 
     /// Give a taken spare its name `target` in `dir` (created if missing), in the background.
-    pub fn place(&self, spare: PathBuf, dir: PathBuf, target: PathBuf) {
+    /// Returns its ticket: the file is under its name once [`Provisioner::placed`] reaches it.
+    pub fn place(&self, spare: PathBuf, dir: PathBuf, target: PathBuf) -> u64 {
+        let ticket = self.sent.fetch_add(1, Ordering::Relaxed) + 1;
         // The thread only ends when every sender is gone; this one is not.
         let _ = self.jobs.send(Job::Place { spare, dir, target });
+        ticket
+    }
+
+    /// Placements done so far, in order; it stops at the first one that failed.
+    pub fn placed(&self) -> u64 {
+        self.done.load(Ordering::Acquire)
     }
 
     /// Wait until every placement asked for so far is done (bounded: 60 s). An error names
@@ -80,17 +107,17 @@ impl Provisioner {
     }
 }
 
-fn run(spare_dir: &Path, jobs: &Receiver<Job>, ready: &Sender<(PathBuf, Arc<File>)>) {
+fn run(spare_dir: &Path, jobs: &Receiver<Job>, ready: &Sender<(PathBuf, Arc<File>)>, done: &AtomicU64) {
     let mut failed: Option<String> = None;
     let mut made = 0u64;
     loop {
         while let Ok(job) = jobs.try_recv() {
-            do_job(job, &mut failed);
+            do_job(job, &mut failed, done);
         }
         if ready.is_full() {
             // Woken by the next job: every take is followed by a place.
             match jobs.recv() {
-                Ok(job) => do_job(job, &mut failed),
+                Ok(job) => do_job(job, &mut failed, done),
                 Err(_) => return,
             }
             continue;
@@ -106,7 +133,7 @@ fn run(spare_dir: &Path, jobs: &Receiver<Job>, ready: &Sender<(PathBuf, Arc<File
                 // A full disk, say: the planner creates files itself meanwhile; try again later.
                 tracing::warn!(dir = %spare_dir.display(), error = %e, "could not make a spare partition file");
                 match jobs.recv_timeout(Duration::from_secs(1)) {
-                    Ok(job) => do_job(job, &mut failed),
+                    Ok(job) => do_job(job, &mut failed, done),
                     Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
                     Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
                 }
@@ -115,14 +142,18 @@ fn run(spare_dir: &Path, jobs: &Receiver<Job>, ready: &Sender<(PathBuf, Arc<File
     }
 }
 
-fn do_job(job: Job, failed: &mut Option<String>) {
+fn do_job(job: Job, failed: &mut Option<String>, done: &AtomicU64) {
     match job {
         Job::Place { spare, dir, target } => {
             if let Err(e) = fs::create_dir_all(&dir).and_then(|_| fs::rename(&spare, &target)) {
                 let msg = format!("place {} as {}: {e}", spare.display(), target.display());
                 tracing::error!("{msg}");
                 failed.get_or_insert(msg);
+                // Not counted: the file is only reachable by its handle, so every segment from
+                // here on keeps its handles (the barrier fails checkpoints until a restart).
+                return;
             }
+            done.fetch_add(1, Ordering::Release);
         }
         Job::Barrier(done) => {
             let _ = done.send(failed.take().map_or(Ok(()), Err));

@@ -127,8 +127,7 @@ pub fn run(state: &State, q: Query) -> QueryResult {
         }
         Query::Message { part, txid } => QueryResult::Message(state.parts.get(&part).and_then(|p| {
             let h = state.txid_hash(&txid);
-            let i = p.txids.len() - 1 - p.txids.iter().rev().position(|x| *x == h)?;
-            let offset = p.start + i as u64;
+            let offset = p.scan_txid(h, MESSAGE_SCAN)?;
             if offset >= p.durable_end() {
                 return None;
             }
@@ -137,6 +136,11 @@ pub fn run(state: &State, q: Query) -> QueryResult {
         })),
     }
 }
+
+/// A lookup of one message by transaction id reads at most this many of the
+/// partition's newest hashes (32 MiB of `.txid`), so it cannot scan a partition
+/// of any size on the planner; older messages are found by offset.
+pub const MESSAGE_SCAN: u64 = 4 << 20;
 
 pub fn fetch(state: &State, reqs: Vec<FetchRequest>) -> Vec<FetchResult> {
     reqs.into_iter()
@@ -167,20 +171,27 @@ pub fn fetch(state: &State, reqs: Vec<FetchRequest>) -> Vec<FetchResult> {
                 ));
                 return res;
             }
-            let Some(mut i) = p.batch_index(r.offset) else {
-                return res;
-            };
+            let Some(files) = &p.files else { return res };
+            let mut at = p.find(r.offset);
             let mut bytes = 0u64;
-            let mut offsets = Vec::new();
-            while let Some(b) = p.batches.get(i) {
+            while let Some(f) = at {
+                let b = f.rec;
                 if b.base >= hw || (bytes > 0 && bytes + b.len as u64 > r.max_bytes) {
                     break;
                 }
                 bytes += b.len as u64;
-                offsets.push(b.base.max(r.offset));
-                i += 1;
+                match files.span(f.seg, &b) {
+                    Ok(s) => res.spans.push(s),
+                    Err(e) => {
+                        tracing::warn!(part = p.id, error = %e, "could not open a partition segment for a fetch");
+                        break;
+                    }
+                }
+                at = files.next(&f).unwrap_or_else(|e| {
+                    tracing::warn!(part = p.id, error = %e, "could not read a partition index for a fetch");
+                    None
+                });
             }
-            res.spans = p.spans_for(&offsets);
             res
         })
         .collect()

@@ -18,7 +18,7 @@
 //! its in-memory state already holds the half that was applied (D1).
 
 use crate::appender::{Appender, Join, Joined};
-use crate::checkpoint;
+use crate::checkpoint::{self, CheckpointError};
 use crate::command::*;
 use crate::engine::{wall_micros, Cmd, EngineConfig, Reply, Shared};
 use crate::entry::{encode_entries, Entry};
@@ -401,8 +401,18 @@ impl PlannerLoop {
     fn on_tick(&mut self) {
         if self.last_writeback.elapsed() >= Duration::from_secs(1) {
             self.last_writeback = Instant::now();
-            let files: Vec<_> =
-                self.p.state.parts.values_mut().filter_map(|p| p.files.as_mut()?.take_touched()).collect();
+            let prov = self.p.state.storage.provisioner.clone();
+            let files: Vec<_> = self
+                .p
+                .state
+                .parts
+                .values_mut()
+                .filter_map(|p| {
+                    let f = p.files.as_mut()?;
+                    f.release_pins(prov.as_deref());
+                    f.take_touched()
+                })
+                .collect();
             if !files.is_empty() {
                 let _ = self.writeback.send(files);
             }
@@ -443,7 +453,7 @@ impl PlannerLoop {
         self.settle(Box::new(|_| {}));
         if self.last_checkpoint.elapsed() >= self.cfg.checkpoint_interval {
             if let Err(e) = self.checkpoint(false) {
-                self.shared.latch(format!("checkpoint failed: {e}"));
+                self.checkpoint_failed(&self.shared.clone(), e);
             }
         }
     }
@@ -451,7 +461,11 @@ impl PlannerLoop {
     /// Snapshot the state as of the last submitted frame. The file work runs on
     /// its own thread unless `sync_now` (shutdown); either way the snapshot is
     /// only written once its frame is durable.
-    fn checkpoint(&mut self, sync_now: bool) -> Result<(), String> {
+    fn checkpoint_failed(&self, shared: &Shared, e: CheckpointError) {
+        checkpoint_failed(shared, e)
+    }
+
+    fn checkpoint(&mut self, sync_now: bool) -> Result<(), CheckpointError> {
         self.flush();
         self.last_checkpoint = Instant::now();
         if self.p.state.applied_index == self.checkpointed_index {
@@ -480,7 +494,7 @@ impl PlannerLoop {
         let dir = self.cfg.data_dir.clone();
         let wal = self.log.clone();
         let busy = self.checkpoint_busy.clone();
-        let job = move || -> Result<(), String> {
+        let job = move || -> Result<(), CheckpointError> {
             if !sync_now {
                 baton_log::priority::lower_this_thread();
             }
@@ -488,7 +502,7 @@ impl PlannerLoop {
             let deadline = Instant::now() + Duration::from_secs(60);
             while shared.durable_index.load(Ordering::Acquire) < snap.index {
                 if shared.failed.lock().is_some() || Instant::now() > deadline {
-                    return Err("the checkpoint's frame never became durable".into());
+                    return Err(CheckpointError::Fatal("the checkpoint's frame never became durable".into()));
                 }
                 std::thread::sleep(Duration::from_millis(1));
             }
@@ -496,6 +510,8 @@ impl PlannerLoop {
             snap.write(&dir)?;
             wal.truncate_before(index + 1);
             shared.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+            let bytes = std::fs::metadata(dir.join("checkpoint.bin")).map_or(0, |m| m.len());
+            shared.counters.checkpoint_bytes.fetch_add(bytes, Ordering::Relaxed);
             Ok(())
         };
         if sync_now {
@@ -506,12 +522,24 @@ impl PlannerLoop {
                 .name("baton-checkpoint".into())
                 .spawn(move || {
                     if let Err(e) = job() {
-                        shared.latch(format!("checkpoint failed: {e}"));
+                        checkpoint_failed(&shared, e);
                     }
                 })
                 .map(|_| ())
-                .map_err(|e| format!("start the checkpoint thread: {e}"))
+                .map_err(|e| CheckpointError::Retry(format!("start the checkpoint thread: {e}")))
         }
+    }
+}
+
+/// A checkpoint that can be retried is counted and logged (the WAL still holds everything);
+/// any other failure stops the node.
+fn checkpoint_failed(shared: &Shared, e: CheckpointError) {
+    match e {
+        CheckpointError::Retry(why) => {
+            shared.counters.checkpoint_failures.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(error = %why, "checkpoint failed; the next one retries it");
+        }
+        CheckpointError::Fatal(why) => shared.latch(format!("checkpoint failed: {why}")),
     }
 }
 

@@ -9,7 +9,7 @@
 use crate::appender::PendingWrite;
 use crate::entry::{Effect, Entry};
 use crate::model::*;
-use crate::store::{PartitionFiles, ReadSpan, SegmentMark};
+use crate::store::{Found, PartitionFiles, ReadSpan, SegmentMark};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
@@ -17,16 +17,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::chunked::Chunked;
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct BatchMeta {
-    pub base: u64,
-    pub count: u32,
-    pub ts: Micros,
-    pub seg: u64,
-    pub pos: u64,
-    pub len: u32,
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Lease {
@@ -82,17 +72,14 @@ pub struct Partition {
     pub start: u64,
     /// Next offset to assign (planned, not necessarily durable).
     pub end: u64,
-    pub batches: Chunked<BatchMeta>,
-    /// Transaction-id hash of every stored offset, so acks by transaction id
-    /// find their offset without reading the data.
-    pub txids: Chunked<u64>,
     pub cursors: HashMap<GroupId, Cursor>,
-    /// Index of `dedup_order` (hash -> expiry of its latest push). Not in
-    /// checkpoints, not in their copies: rebuilt from `dedup_order` on load
-    /// ([`Partition::rebuild_dedup`]), so a checkpoint never copies a hash map
-    /// that grows with the messages stored.
+    /// Index of `dedup_order` (hash -> expiry of its latest push).
     #[serde(skip)]
     pub dedup: HashMap<TxKey, Micros>,
+    /// The dedup window, oldest first. Neither is in checkpoints or their copies: recovery
+    /// rebuilds both from the flagged keys in the `.txid` files (D29), so a checkpoint's
+    /// size does not grow with the messages pushed within the window.
+    #[serde(skip)]
     pub dedup_order: Chunked<(Micros, TxKey)>,
     pub marks: Vec<SegmentMark>,
     /// Idempotent Kafka producers: epoch and their last few batches.
@@ -117,11 +104,9 @@ impl Clone for Partition {
             created: self.created,
             start: self.start,
             end: self.end,
-            batches: self.batches.clone(),
-            txids: self.txids.clone(),
             cursors: self.cursors.clone(),
             dedup: HashMap::new(),
-            dedup_order: self.dedup_order.clone(),
+            dedup_order: Chunked::new(),
             marks: self.marks.clone(),
             producers: self.producers.clone(),
             files: None,
@@ -131,60 +116,89 @@ impl Clone for Partition {
 }
 
 impl Partition {
-    /// Rebuild the dedup index after a checkpoint load: the latest push of
-    /// each hash sets its expiry, as `apply` did when it was live.
-    pub fn rebuild_dedup(&mut self) {
-        self.dedup = self.dedup_order.iter().map(|&(exp, h)| (h, exp)).collect();
+    /// Rebuild the dedup window after a restart: the flagged keys of batches written in the
+    /// last `window_secs` before `now` (the last applied entry), as apply made them.
+    pub fn rebuild_dedup(&mut self, window_secs: u64, now: Micros) -> std::io::Result<()> {
+        let span = window_secs.saturating_mul(1_000_000);
+        let Some(files) = &self.files else { return Ok(()) };
+        if span == 0 {
+            return Ok(());
+        }
+        self.dedup_order = Chunked::new();
+        self.dedup = HashMap::new();
+        for (ts, key) in files.dedup_after(now.saturating_sub(span))? {
+            let exp = ts.saturating_add(span);
+            self.dedup_order.push_back((exp, key));
+            self.dedup.insert(key, exp);
+        }
+        Ok(())
     }
 
-    pub fn batch_index(&self, offset: u64) -> Option<usize> {
+    /// The stored batch holding `offset` (D29: looked up in the partition's index files).
+    pub fn find(&self, offset: u64) -> Option<Found> {
         if offset < self.start || offset >= self.end {
             return None;
         }
-        let i = self.batches.partition_point(|b| b.base + b.count as u64 <= offset);
-        (i < self.batches.len()).then_some(i)
+        read_ok(self.files.as_ref()?.find(offset), self.id)
     }
 
     pub fn ts_of(&self, offset: u64) -> Option<Micros> {
-        self.batch_index(offset).map(|i| self.batches[i].ts)
+        self.find(offset).map(|f| f.rec.ts)
     }
 
     pub fn txid_at(&self, offset: u64) -> Option<u64> {
-        offset.checked_sub(self.start).and_then(|i| self.txids.get(i as usize).copied())
+        if offset < self.start || offset >= self.end {
+            return None;
+        }
+        read_ok(self.files.as_ref()?.txid_at(offset), self.id)
     }
 
     /// First offset written at or after `ts`.
     pub fn offset_at_ts(&self, ts: Micros) -> u64 {
-        let i = self.batches.partition_point(|b| b.ts < ts);
-        self.batches.get(i).map(|b| b.base).unwrap_or(self.end)
+        let first = self.files.as_ref().and_then(|f| read_ok(f.first_at_or_after(ts), self.id));
+        first.map_or(self.end, |r| r.base.max(self.start)).min(self.end)
     }
 
     /// Spans holding the given offsets (sorted ascending), one per batch.
     pub fn spans_for(&self, offsets: &[u64]) -> Vec<ReadSpan> {
         let mut out = Vec::new();
-        let mut last: Option<usize> = None;
-        let files = match &self.files {
-            Some(f) => f,
-            None => return out,
-        };
+        let Some(files) = &self.files else { return out };
+        let mut last: Option<Found> = None;
         for &o in offsets {
-            if let Some(i) = self.batch_index(o) {
-                if last == Some(i) {
-                    continue;
-                }
-                last = Some(i);
-                let b = &self.batches[i];
-                if let Some(s) = files.span(b.seg, b.pos, b.len) {
-                    out.push(s);
-                }
+            if last.is_some_and(|l| l.rec.base <= o && o < l.rec.end()) {
+                continue;
+            }
+            let Some(f) = self.find(o) else { continue };
+            last = Some(f);
+            if let Some(s) = read_ok(files.span(f.seg, &f.rec).map(Some), self.id) {
+                out.push(s);
             }
         }
         out
     }
 
+    /// The newest stored offset with this transaction-id hash, among the last `limit`.
+    pub fn scan_txid(&self, h: u64, limit: u64) -> Option<u64> {
+        read_ok(self.files.as_ref()?.scan_txid(h, self.start, limit), self.id).filter(|o| *o < self.end)
+    }
+
     pub fn durable_end(&self) -> u64 {
         self.durable.load(Ordering::Acquire)
     }
+}
+
+/// A failed index read: damage (reported, as a damaged batch is) unless it is only a
+/// missing resource (out of descriptors, say), which is logged; either way not found.
+fn read_ok<T>(r: std::io::Result<Option<T>>, part: PartId) -> Option<T> {
+    r.unwrap_or_else(|e| {
+        use std::io::ErrorKind::*;
+        if matches!(e.kind(), NotFound | UnexpectedEof | InvalidData) {
+            crate::damage::report(&format!("partition {part} index: {e}"));
+        } else {
+            tracing::warn!(part, error = %e, "could not read a partition index");
+        }
+        None
+    })
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -251,6 +265,10 @@ pub struct StorageConfig {
     /// Leave batch bytes in `State::pending_writes` for the appender thread (D18)
     /// instead of writing them while applying; false during recovery and in tests.
     pub defer_writes: bool,
+    /// The node's open partition files and index blocks (D29), shared by every partition.
+    pub store: Arc<crate::files::Store>,
+    /// What a failed checkpoint left for the next one.
+    pub unsynced: Arc<parking_lot::Mutex<crate::checkpoint::Unsynced>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -291,6 +309,9 @@ pub struct State {
     /// by the next checkpoint (which no longer names them).
     #[serde(skip)]
     pub graveyard: Vec<PathBuf>,
+    /// Pop candidates per queue and group (D30), derived: not in checkpoints.
+    #[serde(skip)]
+    pub ready: crate::ready::ReadyIndex,
     /// Batches applied but not yet written, when `storage.defer_writes` (D18); the
     /// planner hands them to the appender with the frame that holds their entries.
     #[serde(skip)]
@@ -325,6 +346,49 @@ impl State {
         q.part_by_name.get(name).and_then(|p| self.parts.get(p))
     }
 
+    /// See [`PartitionFiles::prepare`]: a refusal here changes nothing of the state.
+    pub fn prepare_append(&mut self, part: PartId) -> Result<(), crate::command::CoreError> {
+        let prov = self.storage.provisioner.clone();
+        let Some(p) = self.parts.get_mut(&part) else { return Ok(()) };
+        let Some(f) = p.files.as_mut() else { return Ok(()) };
+        f.prepare(p.end, prov.as_deref()).map_err(|e| {
+            crate::command::CoreError::new(
+                crate::command::ErrorKind::Unavailable,
+                "storage_busy",
+                format!("partition {part}: its files cannot be opened now ({e}); nothing was stored, retry"),
+            )
+        })
+    }
+
+    /// D30: keep the pop candidates a superset of the partitions with something deliverable.
+    fn note_ready(&mut self, e: &Effect) {
+        let queue_of = |part: &PartId| self.parts.get(part).map(|p| p.queue);
+        match e {
+            Effect::Append { part, .. } => {
+                if let Some(q) = queue_of(part) {
+                    self.ready.appended(q, *part);
+                }
+            }
+            Effect::Lease { part, group, auto_ack: false, expires, .. }
+            | Effect::ExtendLease { part, group, expires, .. } => {
+                if let Some(q) = queue_of(part) {
+                    self.ready.leased(q, *group, *part, *expires);
+                }
+            }
+            Effect::ExpireLease { part, group, .. }
+            | Effect::Ack { part, group, .. }
+            | Effect::Seek { part, group, .. }
+            | Effect::Commit { part, group, .. } => {
+                if let Some(q) = queue_of(part) {
+                    self.ready.released(q, *group, *part);
+                }
+            }
+            Effect::DeleteGroup { group } => self.ready.forget_group(*group),
+            Effect::DeleteQueue { queue } => self.ready.forget_queue(*queue),
+            _ => {}
+        }
+    }
+
     /// Apply one log entry (replay and live planning both come through here).
     pub fn apply(&mut self, entry: &Entry) -> Result<(), ApplyError> {
         self.last_ts = self.last_ts.max(entry.ts);
@@ -335,6 +399,7 @@ impl State {
     }
 
     pub fn apply_effect(&mut self, ts: Micros, e: &Effect) -> Result<(), ApplyError> {
+        self.note_ready(e);
         match e {
             Effect::Configure { queue, options } => {
                 if let Some(id) = self.queue_ids.get(queue) {
@@ -362,12 +427,13 @@ impl State {
             Effect::CreatePartition { queue, name } => {
                 let id = self.next_part;
                 // Before anything changes: a refused apply leaves the state as it was.
+                // No system call: the directory comes with the first segment, so this cannot fail.
                 let files = PartitionFiles::create(
+                    id,
                     self.part_dir(id),
                     self.storage.segment_bytes,
-                    self.storage.provisioner.as_deref(),
-                )
-                .map_err(|e| ApplyError(format!("create partition dir: {e}")))?;
+                    self.storage.store.clone(),
+                );
                 self.next_part += 1;
                 if let Some(q) = self.queues.get_mut(queue) {
                     q.parts.push(id);
@@ -382,8 +448,6 @@ impl State {
                         created: ts,
                         start: 0,
                         end: 0,
-                        batches: Chunked::new(),
-                        txids: Chunked::new(),
                         cursors: HashMap::new(),
                         dedup: HashMap::new(),
                         dedup_order: Chunked::new(),
@@ -412,17 +476,28 @@ impl State {
                 };
                 let files = p.files.as_mut().ok_or_else(|| ApplyError("partition has no files".into()))?;
                 let prov = self.storage.provisioner.as_deref();
+                // One key per message, whatever the entry carries (I1: the same on replay): the
+                // hash of its transaction id, and for the ones the dedup window holds (`dedup`,
+                // in message order) the whole key, flagged, so recovery rebuilds the window
+                // from the files (D29).
+                let mut window_keys = dedup.iter().peekable();
+                let hashes: Vec<TxKey> = (0..*count as usize)
+                    .map(|k| {
+                        let h = txids.get(k).copied().unwrap_or(0);
+                        match window_keys.next_if(|d| d[0] == h) {
+                            Some(d) => [h, d[1] | DEDUP_FLAG],
+                            None => [h, 0],
+                        }
+                    })
+                    .collect();
                 let placed = if self.storage.defer_writes {
-                    files.reserve(p.end, batch.len() as u64, prov).map(|(seg, pos, file)| {
+                    files.reserve(p.end, ts, &hashes, batch.len() as u64, prov).map(|(_, pos, file)| {
                         self.pending_writes.push(PendingWrite { file, pos, bytes: batch.clone() });
-                        (seg, pos)
                     })
                 } else {
-                    files.append(p.end, batch, prov)
+                    files.append(p.end, ts, &hashes, batch, prov).map(|_| ())
                 };
-                let (seg, pos) = placed.map_err(|e| ApplyError(format!("append to partition {part}: {e}")))?;
-                p.batches.push_back(BatchMeta { base: p.end, count: *count, ts, seg, pos, len: batch.len() as u32 });
-                p.txids.extend(txids.iter().copied());
+                placed.map_err(|e| ApplyError(format!("append to partition {part}: {e}")))?;
                 p.end += *count as u64;
                 while let Some(&(exp, h)) = p.dedup_order.front() {
                     if exp > ts {
@@ -548,13 +623,7 @@ impl State {
             Effect::Trim { part, start } => {
                 if let Some(p) = self.parts.get_mut(part) {
                     let start = (*start).min(p.end);
-                    while p.start < start {
-                        p.txids.pop_front();
-                        p.start += 1;
-                    }
-                    while p.batches.front().is_some_and(|b| b.base + b.count as u64 <= start) {
-                        p.batches.pop_front();
-                    }
+                    p.start = p.start.max(start);
                     if let Some(f) = p.files.as_mut() {
                         self.graveyard.extend(f.retire_below(start));
                     }

@@ -1,39 +1,79 @@
-//! Per-partition segment files holding RecordBatch v2 bytes.
+//! Per-partition segment files: the record batches (`.seg`) and their index
+//! (`.idx`, `.txid`; D29).
 //!
 //! Owns the files under `<data>/partitions/<part id>/`. Apply appends here
 //! (page cache only); checkpoints sync; retention deletes whole segments.
 //! Must never be the durable copy of anything newer than the last checkpoint:
-//! the WAL is, and recovery truncates these files back to the checkpoint's
-//! lengths before replaying it.
+//! the WAL is, and recovery cuts these files back to the checkpoint's marks
+//! before replaying it. Holds no file descriptor of its own except for files
+//! not yet under their name (D17): every other file is reached through the
+//! node's [`Store`], which bounds how many are open.
 
+use crate::files::{file_path, FileKey, Kind, Store};
+use crate::index::{decode_txid, BatchRec, SegIndex, REC, TXID};
+use crate::model::{Micros, TxKey, DEDUP_FLAG};
 use crate::provision::Provisioner;
 use serde::{Deserialize, Serialize};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+#[cfg(test)]
+use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 #[derive(Debug)]
 pub struct Segment {
     pub base: u64,
-    pub file: Arc<File>,
     pub len: u64,
-    /// Written since the last checkpoint sync.
+    pub index: SegIndex,
+    /// Written since the last checkpoint took its marks.
     pub dirty: bool,
+    /// Files taken from the provisioner, reachable only by these handles until the
+    /// provisioner's placements reach their ticket (D17, D29).
+    pinned: Option<Pinned>,
 }
 
-/// What a checkpoint records of one partition's files.
+/// A segment's unplaced files, counted in the store while held.
+#[derive(Debug)]
+struct Pinned {
+    files: [Option<Arc<File>>; 3],
+    ticket: u64,
+    store: Arc<Store>,
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        self.store.unpinned();
+    }
+}
+
+/// What a checkpoint records of one segment: the lengths recovery cuts the files back
+/// to (`.seg` bytes, `.idx` records, `.txid` hashes) and the time range of its batches.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SegmentMark {
     pub base: u64,
     pub len: u64,
+    pub batches: u64,
+    pub msgs: u64,
+    pub first_ts: Micros,
+    pub last_ts: Micros,
+}
+
+/// A stored batch found by offset: its segment (by position) and record.
+#[derive(Debug, Clone, Copy)]
+pub struct Found {
+    pub seg: usize,
+    pub i: u64,
+    pub rec: BatchRec,
 }
 
 #[derive(Debug)]
 pub struct PartitionFiles {
+    part: u32,
     dir: PathBuf,
     segment_bytes: u64,
+    store: Arc<Store>,
     pub segments: Vec<Segment>,
     /// A segment file was created since the last checkpoint: the directory needs an fsync.
     dir_dirty: bool,
@@ -47,6 +87,10 @@ pub struct ReadSpan {
     pub file: Arc<File>,
     pub pos: u64,
     pub len: u32,
+    /// (partition, segment base): with `pos`, names these bytes for the life of the process
+    /// (partition ids are never reused, stored bytes never change), so a cache can key by it
+    /// without holding the file open.
+    pub id: (u32, u64),
 }
 
 impl ReadSpan {
@@ -57,32 +101,36 @@ impl ReadSpan {
     }
 }
 
-pub(crate) fn seg_path(dir: &Path, base: u64) -> PathBuf {
-    dir.join(format!("{base:020}.seg"))
+#[cfg(test)]
+fn seg_path(dir: &Path, base: u64) -> PathBuf {
+    file_path(dir, base, Kind::Seg)
 }
 
-fn open_rw(path: &Path) -> io::Result<File> {
-    OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
+fn kind_no(k: Kind) -> usize {
+    match k {
+        Kind::Seg => 0,
+        Kind::Idx => 1,
+        Kind::Txid => 2,
+    }
 }
 
 impl PartitionFiles {
-    /// A partition with no segment yet. With a provisioner its directory is made
-    /// when its first segment is placed (D17), not here on the planner.
-    pub fn create(dir: PathBuf, segment_bytes: u64, provisioner: Option<&Provisioner>) -> io::Result<PartitionFiles> {
-        // No directory yet means none to sync: a checkpoint before the first append must not
-        // name it (the first segment's placement makes it, and marks it dirty then).
-        let made = provisioner.is_none();
-        if made {
-            fs::create_dir_all(&dir)?;
-        }
-        Ok(PartitionFiles { dir, segment_bytes, segments: Vec::new(), dir_dirty: made, touched: false })
+    /// A partition with no segment yet; its directory is made with its first segment.
+    pub fn create(part: u32, dir: PathBuf, segment_bytes: u64, store: Arc<Store>) -> PartitionFiles {
+        PartitionFiles { part, dir, segment_bytes, store, segments: Vec::new(), dir_dirty: false, touched: false }
     }
 
-    /// Reopen after a crash to exactly the checkpointed marks: later bytes are
-    /// rewritten by WAL replay, unknown segment files are removed.
-    pub fn restore(dir: PathBuf, segment_bytes: u64, marks: &[SegmentMark]) -> io::Result<PartitionFiles> {
+    /// Reopen after a crash to exactly the checkpointed marks: later bytes are rewritten
+    /// by WAL replay, unknown files are removed. Keeps no file open.
+    pub fn restore(
+        part: u32,
+        dir: PathBuf,
+        segment_bytes: u64,
+        store: Arc<Store>,
+        marks: &[SegmentMark],
+    ) -> io::Result<PartitionFiles> {
         fs::create_dir_all(&dir)?;
-        let keep: Vec<PathBuf> = marks.iter().map(|m| seg_path(&dir, m.base)).collect();
+        let keep: Vec<PathBuf> = marks.iter().flat_map(|m| Kind::ALL.map(|k| file_path(&dir, m.base, k))).collect();
         for ent in fs::read_dir(&dir)? {
             let p = ent?.path();
             if !keep.contains(&p) {
@@ -91,87 +139,383 @@ impl PartitionFiles {
         }
         let mut segments = Vec::new();
         for m in marks {
-            let path = seg_path(&dir, m.base);
-            let file = open_rw(&path)?;
-            let actual = file.metadata()?.len();
-            if actual < m.len {
-                tracing::warn!(path = %path.display(), actual, expected = m.len, "segment shorter than its checkpoint mark");
+            for (kind, want) in [(Kind::Seg, m.len), (Kind::Idx, m.batches * REC), (Kind::Txid, m.msgs * TXID)] {
+                let path = file_path(&dir, m.base, kind);
+                let actual = fs::metadata(&path).map(|md| md.len()).unwrap_or(0);
+                if actual != want {
+                    if actual < want {
+                        tracing::warn!(path = %path.display(), actual, expected = want, "file shorter than its checkpoint mark");
+                    }
+                    let f = fs::OpenOptions::new().write(true).create(true).truncate(false).open(&path)?;
+                    f.set_len(want)?;
+                }
             }
-            file.set_len(m.len)?;
-            segments.push(Segment { base: m.base, file: Arc::new(file), len: m.len, dirty: false });
+            segments.push(Segment {
+                base: m.base,
+                len: m.len,
+                index: SegIndex::restored(m.batches, m.msgs, m.first_ts, m.last_ts),
+                dirty: false,
+                pinned: None,
+            });
         }
-        Ok(PartitionFiles { dir, segment_bytes, segments, dir_dirty: false, touched: false })
+        Ok(PartitionFiles { part, dir, segment_bytes, store, segments, dir_dirty: false, touched: false })
     }
 
     pub fn marks(&self) -> Vec<SegmentMark> {
-        self.segments.iter().map(|s| SegmentMark { base: s.base, len: s.len }).collect()
+        self.segments
+            .iter()
+            .map(|s| SegmentMark {
+                base: s.base,
+                len: s.len,
+                batches: s.index.batches,
+                msgs: s.index.msgs,
+                first_ts: s.index.first_ts,
+                last_ts: s.index.last_ts,
+            })
+            .collect()
+    }
+
+    fn key(&self, base: u64, kind: Kind) -> FileKey {
+        FileKey { part: self.part, base, kind }
+    }
+
+    /// The open file `kind` of segment `i`: its pinned handle, or through the store.
+    fn file(&self, i: usize, kind: Kind) -> io::Result<Arc<File>> {
+        let s = &self.segments[i];
+        if let Some(f) = s.pinned.as_ref().and_then(|p| p.files[kind_no(kind)].clone()) {
+            return Ok(f);
+        }
+        self.store.get(self.key(s.base, kind), &file_path(&self.dir, s.base, kind), false)
     }
 
     /// Append a batch whose first offset is `base`; returns (segment base, position).
-    /// A new segment comes from `provisioner` when it has one ready (D17).
-    pub fn append(&mut self, base: u64, bytes: &[u8], provisioner: Option<&Provisioner>) -> io::Result<(u64, u64)> {
-        let (seg, pos, file) = self.reserve(base, bytes.len() as u64, provisioner)?;
+    pub fn append(
+        &mut self,
+        base: u64,
+        ts: Micros,
+        txids: &[TxKey],
+        bytes: &[u8],
+        provisioner: Option<&Provisioner>,
+    ) -> io::Result<(u64, u64)> {
+        let (seg, pos, file) = self.reserve(base, ts, txids, bytes.len() as u64, provisioner)?;
         if let Err(e) = file.write_all_at(bytes, pos) {
             // Give the room back: the next append must not leave a hole.
             let s = self.segments.last_mut().expect("reserve made one");
             s.len = pos;
+            s.index.pop(txids.len());
             return Err(e);
         }
         Ok((seg, pos))
     }
 
-    /// Room for `len` bytes of a batch whose first offset is `base`, without writing them:
-    /// (segment base, position, file). The caller writes them there before any reader
-    /// is given the span (D18: the appender thread, before the frame completes).
+    /// Room for `len` bytes of a batch whose first offset is `base`, indexed at once,
+    /// without writing its bytes: (segment base, position, file). The caller writes them
+    /// there before any reader is given the span (D18: the appender thread, before the
+    /// frame completes).
     pub fn reserve(
         &mut self,
         base: u64,
+        ts: Micros,
+        txids: &[TxKey],
         len: u64,
         provisioner: Option<&Provisioner>,
     ) -> io::Result<(u64, u64, Arc<File>)> {
-        let rotate = match self.segments.last() {
-            None => true,
-            Some(s) => s.len >= self.segment_bytes,
-        };
+        let rotate = self.segments.last().is_none_or(|s| s.len >= self.segment_bytes);
         if rotate {
-            let target = seg_path(&self.dir, base);
-            let ready = provisioner.and_then(|p| p.take().map(|spare| (p, spare)));
-            let file = match ready {
-                Some((p, (spare, file))) => {
-                    p.place(spare, self.dir.clone(), target);
-                    file
-                }
-                // The directory may still be waiting for an earlier placement.
-                None => {
-                    fs::create_dir_all(&self.dir)?;
-                    let file = open_rw(&target)?;
-                    file.set_len(0)?;
-                    Arc::new(file)
-                }
-            };
-            self.segments.push(Segment { base, file, len: 0, dirty: true });
-            self.dir_dirty = true;
+            self.rotate(base, provisioner)?;
         }
-        let seg = self.segments.last_mut().expect("a segment exists after rotation");
+        let i = self.segments.len() - 1;
+        let file = self.file(i, Kind::Seg)?;
+        if self.segments[i].index.tail_full() {
+            // A failed flush keeps the tail (and is tried again by the next append or checkpoint).
+            if let Err(e) = self.flush_segment(i) {
+                tracing::warn!(part = self.part, error = %e, "could not write a partition index block; kept in memory");
+            }
+        }
+        let seg = &mut self.segments[i];
         let pos = seg.len;
         seg.len += len;
+        seg.index.push(BatchRec { base, ts, pos, len: len as u32, count: txids.len() as u32 }, txids);
         seg.dirty = true;
         self.touched = true;
-        Ok((seg.base, pos, seg.file.clone()))
+        Ok((seg.base, pos, file))
     }
 
-    pub fn span(&self, seg_base: u64, pos: u64, len: u32) -> Option<ReadSpan> {
-        let i = self.segments.binary_search_by_key(&seg_base, |s| s.base).ok()?;
-        Some(ReadSpan { file: self.segments[i].file.clone(), pos, len })
+    /// Open a new segment at `base`: spares from the provisioner when it has them (no system
+    /// call here), else files made here. Nothing changes unless all three files exist.
+    fn rotate(&mut self, base: u64, provisioner: Option<&Provisioner>) -> io::Result<()> {
+        let mut pins: [Option<Arc<File>>; 3] = [None, None, None];
+        let mut spares = Vec::new();
+        // Spares only while few segments hold unplaced files: beyond that, files made here
+        // (under their name at once, so within the open set's budget).
+        let pin = provisioner.is_some() && self.store.try_pin();
+        if let Some(p) = provisioner.filter(|_| pin) {
+            for k in Kind::ALL {
+                match p.take() {
+                    Some((spare, f)) => {
+                        pins[kind_no(k)] = Some(f);
+                        spares.push((k, spare));
+                    }
+                    None => break,
+                }
+            }
+        }
+        let mut made = Vec::new();
+        for k in Kind::ALL {
+            if pins[kind_no(k)].is_some() {
+                continue;
+            }
+            // The directory may still be waiting for an earlier placement.
+            let res = fs::create_dir_all(&self.dir).and_then(|_| {
+                let path = file_path(&self.dir, base, k);
+                let f = self.store.get(self.key(base, k), &path, true)?;
+                f.set_len(0)?;
+                Ok(f)
+            });
+            match res {
+                Ok(f) => made.push(f),
+                Err(e) => {
+                    // The spares taken go back to being files nobody names; the next
+                    // rotation takes fresh ones.
+                    for (_, spare) in spares {
+                        let _ = fs::remove_file(spare);
+                    }
+                    if pin {
+                        self.store.unpinned();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        drop(made);
+        let mut ticket = 0;
+        if let Some(p) = provisioner {
+            for (k, spare) in spares {
+                ticket = p.place(spare, self.dir.clone(), file_path(&self.dir, base, k));
+            }
+        }
+        let pinned = if pins.iter().any(Option::is_some) {
+            Some(Pinned { files: pins, ticket, store: self.store.clone() })
+        } else {
+            if pin {
+                self.store.unpinned();
+            }
+            None
+        };
+        self.segments.push(Segment { base, len: 0, index: SegIndex::default(), dirty: true, pinned });
+        self.dir_dirty = true;
+        Ok(())
+    }
+
+    /// Make sure an append of a batch at `base` will find its files: open the active
+    /// segment, or open the next one now if the append would rotate. Called by the planner
+    /// before it emits the append, so that running out of descriptors refuses one push
+    /// instead of failing an apply (which latches the node). A segment opened here and not
+    /// used stays empty; replay opens the same one with the next append.
+    pub fn prepare(&mut self, base: u64, provisioner: Option<&Provisioner>) -> io::Result<()> {
+        if self.segments.last().is_none_or(|s| s.len >= self.segment_bytes) {
+            self.rotate(base, provisioner)?;
+        }
+        self.file(self.segments.len() - 1, Kind::Seg).map(|_| ())
+    }
+
+    /// Let go of handles whose files are now under their names: the store reopens them by path.
+    pub fn release_pins(&mut self, provisioner: Option<&Provisioner>) {
+        let placed = provisioner.map_or(u64::MAX, |p| p.placed());
+        for s in &mut self.segments {
+            if s.pinned.as_ref().is_some_and(|p| p.ticket <= placed) {
+                s.pinned = None;
+            }
+        }
+    }
+
+    fn flush_segment(&mut self, i: usize) -> io::Result<()> {
+        if !self.segments[i].index.has_tail() {
+            return Ok(());
+        }
+        let idx = self.file(i, Kind::Idx)?;
+        let txid = self.file(i, Kind::Txid)?;
+        let key = self.key(self.segments[i].base, Kind::Seg);
+        let store = self.store.clone();
+        self.segments[i].index.flush(&store, key, &idx, &txid)
+    }
+
+    /// Write every index tail to its files (a checkpoint's marks must be in them).
+    pub fn flush_index(&mut self) -> io::Result<()> {
+        for i in 0..self.segments.len() {
+            self.flush_segment(i)?;
+        }
+        Ok(())
+    }
+
+    /// The batch holding `offset`, if a segment holds it.
+    pub fn find(&self, offset: u64) -> io::Result<Option<Found>> {
+        let n = self.segments.partition_point(|s| s.base <= offset);
+        if n == 0 {
+            return Ok(None);
+        }
+        let seg = n - 1;
+        let s = &self.segments[seg];
+        let (mut lo, mut hi) = (0, s.index.batches);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.rec(seg, mid)?.end() <= offset {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo == s.index.batches {
+            return Ok(None);
+        }
+        let rec = self.rec(seg, lo)?;
+        Ok((rec.base <= offset).then_some(Found { seg, i: lo, rec }))
+    }
+
+    /// The batch after `f`, in this or the next segment.
+    pub fn next(&self, f: &Found) -> io::Result<Option<Found>> {
+        let (mut seg, mut i) = (f.seg, f.i + 1);
+        while seg < self.segments.len() {
+            if i < self.segments[seg].index.batches {
+                return Ok(Some(Found { seg, i, rec: self.rec(seg, i)? }));
+            }
+            seg += 1;
+            i = 0;
+        }
+        Ok(None)
+    }
+
+    pub fn rec(&self, seg: usize, i: u64) -> io::Result<BatchRec> {
+        let s = &self.segments[seg];
+        s.index.rec(i, &self.store, self.key(s.base, Kind::Seg), || self.file(seg, Kind::Idx))
+    }
+
+    /// The transaction-id hash of `offset`.
+    pub fn txid_at(&self, offset: u64) -> io::Result<Option<u64>> {
+        let n = self.segments.partition_point(|s| s.base <= offset);
+        let Some(seg) = n.checked_sub(1) else { return Ok(None) };
+        let s = &self.segments[seg];
+        let j = offset - s.base;
+        if j >= s.index.msgs {
+            return Ok(None);
+        }
+        s.index.txid(j, &self.store, self.key(s.base, Kind::Seg), || self.file(seg, Kind::Txid)).map(|k| Some(k[0]))
+    }
+
+    /// The first batch written at or after `ts`.
+    pub fn first_at_or_after(&self, ts: Micros) -> io::Result<Option<BatchRec>> {
+        let seg = self.segments.partition_point(|s| s.index.batches == 0 || s.index.last_ts < ts);
+        let Some(s) = self.segments.get(seg) else { return Ok(None) };
+        let (mut lo, mut hi) = (0, s.index.batches);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.rec(seg, mid)?.ts < ts {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo == s.index.batches {
+            return Ok(None);
+        }
+        self.rec(seg, lo).map(Some)
+    }
+
+    /// The newest offset at or above `start` whose hash is `h`, reading at most `limit`
+    /// records (newest first) straight from the files: a scan must not flush the cache.
+    pub fn scan_txid(&self, h: u64, start: u64, limit: u64) -> io::Result<Option<u64>> {
+        let mut left = limit;
+        let mut found = None;
+        self.walk_txids_back(&mut |o, k| {
+            if o < start || left == 0 {
+                return false;
+            }
+            left -= 1;
+            if k[0] == h {
+                found = Some(o);
+                return false;
+            }
+            true
+        })?;
+        Ok(found)
+    }
+
+    /// Every message's `.txid` record, newest first, until `f` says stop.
+    fn walk_txids_back(&self, f: &mut dyn FnMut(u64, TxKey) -> bool) -> io::Result<()> {
+        for seg in (0..self.segments.len()).rev() {
+            let s = &self.segments[seg];
+            let flushed = s.index.txid_flushed;
+            for (k, x) in s.index.tail_txids().iter().enumerate().rev() {
+                if !f(s.base + flushed + k as u64, *x) {
+                    return Ok(());
+                }
+            }
+            if flushed == 0 {
+                continue;
+            }
+            let file = self.file(seg, Kind::Txid)?;
+            let mut end = flushed;
+            const CHUNK: u64 = 4096;
+            while end > 0 {
+                let from = end.saturating_sub(CHUNK);
+                let mut buf = vec![0u8; ((end - from) * TXID) as usize];
+                file.read_exact_at(&mut buf, from * TXID)?;
+                for (k, c) in buf.chunks_exact(TXID as usize).enumerate().rev() {
+                    if !f(s.base + from + k as u64, decode_txid(c)) {
+                        return Ok(());
+                    }
+                }
+                end = from;
+            }
+        }
+        Ok(())
+    }
+
+    /// The deduplicated keys of batches written after `after`, oldest first, with the
+    /// time of their batch: what rebuilds the dedup window at recovery (D29), read from
+    /// the segments whose time range reaches past `after` only.
+    pub fn dedup_after(&self, after: Micros) -> io::Result<Vec<(Micros, TxKey)>> {
+        let mut out = Vec::new();
+        for seg in 0..self.segments.len() {
+            let s = &self.segments[seg];
+            if s.index.batches == 0 || s.index.last_ts <= after {
+                continue;
+            }
+            let key = self.key(s.base, Kind::Seg);
+            for i in 0..s.index.batches {
+                let rec = self.rec(seg, i)?;
+                if rec.ts <= after {
+                    continue;
+                }
+                for o in rec.base..rec.end() {
+                    let k = s.index.txid(o - s.base, &self.store, key, || self.file(seg, Kind::Txid))?;
+                    if k[1] & DEDUP_FLAG != 0 {
+                        out.push((rec.ts, [k[0], k[1] & !DEDUP_FLAG]));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn span(&self, seg: usize, rec: &BatchRec) -> io::Result<ReadSpan> {
+        let id = (self.part, self.segments[seg].base);
+        Ok(ReadSpan { file: self.file(seg, Kind::Seg)?, pos: rec.pos, len: rec.len, id })
     }
 
     /// The active segment, if appended to since the last call: its writeback
     /// is started in the background so a checkpoint's fsync finds little to do.
+    /// Only a file open now: the sweep over every touched partition must not open (and
+    /// hold at once) more files than the budget; the checkpoint syncs the others.
     pub fn take_touched(&mut self) -> Option<Arc<File>> {
         if !std::mem::take(&mut self.touched) {
             return None;
         }
-        self.segments.last().map(|s| s.file.clone())
+        let s = self.segments.last()?;
+        if let Some(f) = s.pinned.as_ref().and_then(|p| p.files[kind_no(Kind::Seg)].clone()) {
+            return Some(f);
+        }
+        self.store.peek(self.key(s.base, Kind::Seg))
     }
 
     /// The directory, if a file was created in it since the last call.
@@ -179,14 +523,16 @@ impl PartitionFiles {
         std::mem::take(&mut self.dir_dirty).then(|| self.dir.clone())
     }
 
-    /// Files to sync at a checkpoint; marks them clean.
-    pub fn take_dirty(&mut self) -> Vec<Arc<File>> {
+    /// Paths of the files to sync at a checkpoint; marks them clean. The checkpoint opens
+    /// them by path after the provisioner's barrier (every one is under its name then).
+    pub fn take_dirty(&mut self) -> Vec<PathBuf> {
+        let dir = &self.dir;
         self.segments
             .iter_mut()
             .filter(|s| s.dirty)
-            .map(|s| {
+            .flat_map(|s| {
                 s.dirty = false;
-                s.file.clone()
+                Kind::ALL.map(|k| file_path(dir, s.base, k))
             })
             .collect()
     }
@@ -199,14 +545,17 @@ impl PartitionFiles {
         let mut out = Vec::new();
         while self.segments.len() > 1 && self.segments[1].base <= start {
             let s = self.segments.remove(0);
-            out.push(seg_path(&self.dir, s.base));
+            self.store.forget(self.part, s.base);
+            out.extend(Kind::ALL.map(|k| file_path(&self.dir, s.base, k)));
         }
         out
     }
 
     /// Drop every segment; returns the directory to delete after the next checkpoint.
     pub fn retire_all(&mut self) -> PathBuf {
-        self.segments.clear();
+        for s in std::mem::take(&mut self.segments) {
+            self.store.forget(self.part, s.base);
+        }
         self.dir.clone()
     }
 }
@@ -229,54 +578,5 @@ pub fn start_writeback(f: &File) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn append_rotate_restore_and_delete() {
-        let d = tempfile::tempdir().unwrap();
-        let dir = d.path().join("p");
-        let mut f = PartitionFiles::create(dir.clone(), 10, None).unwrap();
-        assert_eq!(f.append(0, b"0123456789ab", None).unwrap(), (0, 0));
-        assert_eq!(f.append(1, b"xyz", None).unwrap(), (1, 0));
-        assert_eq!(f.append(2, b"uvw", None).unwrap(), (1, 3));
-        assert_eq!(f.span(1, 3, 3).unwrap().read().unwrap(), b"uvw");
-        let marks = f.marks();
-        f.append(3, b"late", None).unwrap();
-        let mut r = PartitionFiles::restore(dir.clone(), 10, &marks).unwrap();
-        assert_eq!(r.marks(), marks);
-        assert_eq!(r.segments[1].file.metadata().unwrap().len(), 6);
-        assert_eq!(r.retire_below(1), vec![seg_path(&dir, 0)]);
-        assert_eq!(r.segments.len(), 1);
-        assert!(seg_path(&dir, 0).exists(), "retired files wait for the checkpoint");
-    }
-
-    /// D17: with a provisioner the planner makes no directory or file; segments
-    /// are readable at once, and named as a restart expects once the barrier returns.
-    #[test]
-    fn provisioned_segments_are_readable_at_once_and_named_after_the_barrier() {
-        let d = tempfile::tempdir().unwrap();
-        let parts = d.path().join("partitions");
-        let prov = Provisioner::start(&parts).unwrap();
-        // Wait until the pool holds files (one taken and dropped to know).
-        for _ in 0..500 {
-            if prov.take().map(|(spare, _)| fs::remove_file(spare).unwrap()).is_some() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        let dir = parts.join("3");
-        let mut f = PartitionFiles::create(dir.clone(), 10, Some(&prov)).unwrap();
-        assert_eq!(f.take_dirty_dir(), None, "no directory yet, so none for a checkpoint to sync");
-        assert_eq!(f.append(0, b"0123456789ab", Some(&prov)).unwrap(), (0, 0));
-        assert_eq!(f.take_dirty_dir(), Some(dir.clone()), "the first segment's placement makes it");
-        assert_eq!(f.append(1, b"xyz", Some(&prov)).unwrap(), (1, 0));
-        assert_eq!(f.span(1, 0, 3).unwrap().read().unwrap(), b"xyz", "readable before it has its name");
-        let marks = f.marks();
-        prov.barrier().unwrap();
-        assert_eq!(fs::read(seg_path(&dir, 0)).unwrap(), b"0123456789ab");
-        assert_eq!(fs::read(seg_path(&dir, 1)).unwrap(), b"xyz");
-        let r = PartitionFiles::restore(dir.clone(), 10, &marks).unwrap();
-        assert_eq!(r.span(1, 0, 3).unwrap().read().unwrap(), b"xyz");
-    }
-}
+#[path = "store_tests.rs"]
+mod tests;

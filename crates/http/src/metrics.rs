@@ -87,6 +87,49 @@ pub async fn prometheus(State(app): State<App>) -> Response {
     counter(&mut out, "baton_acked_messages_total", "Acknowledgements accepted.", c.acked.load(Relaxed));
     counter(&mut out, "baton_log_entries_total", "State-machine entries written.", c.entries.load(Relaxed));
     counter(&mut out, "baton_checkpoints_total", "Checkpoints written.", c.checkpoints.load(Relaxed));
+    counter(
+        &mut out,
+        "baton_checkpoint_failures_total",
+        "Checkpoints that failed for a passing reason (out of descriptors, disk full) and were left to the next one.",
+        c.checkpoint_failures.load(Relaxed),
+    );
+    counter(
+        &mut out,
+        "baton_checkpoint_bytes_total",
+        "Bytes of checkpoint files written.",
+        c.checkpoint_bytes.load(Relaxed),
+    );
+    let f = app.engine.files();
+    let _ = writeln!(
+        out,
+        "# HELP baton_partition_files_open Partition files open now (at most --max-open-files, beyond pinned ones).\n# TYPE baton_partition_files_open gauge\nbaton_partition_files_open {}",
+        f.open_files()
+    );
+    counter(&mut out, "baton_partition_file_opens_total", "Partition files opened.", f.stats.opens.load(Relaxed));
+    counter(
+        &mut out,
+        "baton_partition_file_evictions_total",
+        "Partition files closed because --max-open-files were open.",
+        f.stats.evictions.load(Relaxed),
+    );
+    counter(
+        &mut out,
+        "baton_partition_file_open_failures_total",
+        "Partition files that could not be opened (after evicting half the open set on EMFILE).",
+        f.stats.open_failures.load(Relaxed),
+    );
+    counter(
+        &mut out,
+        "baton_index_cache_hits_total",
+        "Index block lookups served from memory.",
+        f.stats.block_hits.load(Relaxed),
+    );
+    counter(
+        &mut out,
+        "baton_index_cache_misses_total",
+        "Index block lookups read from a file.",
+        f.stats.block_misses.load(Relaxed),
+    );
     counter(&mut out, "baton_transactions_total", "Transactions committed.", c.txns.load(Relaxed));
     counter(&mut out, "baton_planner_commands_total", "Requests judged by the planner.", c.commands.load(Relaxed));
     counter(

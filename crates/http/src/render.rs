@@ -27,17 +27,17 @@ pub fn parse_iso(s: &str) -> Option<u64> {
 /// a producer pushed at once, so the next pops of a partition read the same
 /// batch again; keeping it saves the read and its copy. Shared by the
 /// runtime threads (a per-thread cache thrashed once more partitions were
-/// busy than it had entries). Safe to key by file identity and position:
-/// an entry holds its `Arc<File>` (so the address cannot be reused), and
-/// stored bytes at a position never change while the process runs (segments
-/// are append-only; only recovery cuts them, before any read).
+/// busy than it had entries). Keyed by the span's identity (partition,
+/// segment, position: stored bytes there never change while the process
+/// runs), so it holds no file open: partition files stay within
+/// `--max-open-files` (D29).
 struct BatchCache {
-    map: HashMap<(usize, u64), Cached>,
-    order: VecDeque<(usize, u64)>,
+    map: HashMap<((u32, u64), u64), Cached>,
+    order: VecDeque<((u32, u64), u64)>,
 }
 
-/// The file (held, see above), the span's length, the bytes (CRCs checked when read).
-type Cached = (Arc<std::fs::File>, u32, Arc<Checked<Vec<u8>>>);
+/// The span's length, the bytes (CRCs checked when read).
+type Cached = (u32, Arc<Checked<Vec<u8>>>);
 
 /// At most this many batches of at most this size: 32 MiB at worst.
 const CACHE_ENTRIES: usize = 512;
@@ -47,8 +47,8 @@ static CACHE: LazyLock<Mutex<BatchCache>> =
     LazyLock::new(|| Mutex::new(BatchCache { map: HashMap::new(), order: VecDeque::new() }));
 
 fn read_span(s: &ReadSpan) -> Result<Arc<Checked<Vec<u8>>>, String> {
-    let key = (Arc::as_ptr(&s.file) as usize, s.pos);
-    if let Some((_, len, b)) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).map.get(&key) {
+    let key = (s.id, s.pos);
+    if let Some((len, b)) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).map.get(&key) {
         if *len == s.len {
             return Ok(b.clone());
         }
@@ -61,7 +61,7 @@ fn read_span(s: &ReadSpan) -> Result<Arc<Checked<Vec<u8>>>, String> {
     })?);
     if s.len <= CACHE_MAX_BATCH {
         let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-        if c.map.insert(key, (s.file.clone(), s.len, b.clone())).is_none() {
+        if c.map.insert(key, (s.len, b.clone())).is_none() {
             c.order.push_back(key);
         }
         while c.order.len() > CACHE_ENTRIES {

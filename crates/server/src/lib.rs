@@ -40,6 +40,13 @@ pub struct ServeArgs {
     /// Size at which a partition segment file is closed, in MiB.
     #[arg(long, env = "BATON_PARTITION_SEGMENT_MB", default_value_t = 64)]
     pub partition_segment_mb: u64,
+    /// Partition files (segments and their index files) kept open at once; the least
+    /// recently used are closed beyond it and reopened when needed (never an error).
+    #[arg(long, env = "BATON_MAX_OPEN_FILES", default_value_t = 4096)]
+    pub max_open_files: usize,
+    /// MiB of partition index blocks cached in memory for lookups by offset.
+    #[arg(long, env = "BATON_INDEX_CACHE_MB", default_value_t = 64)]
+    pub index_cache_mb: u64,
     /// Largest HTTP request body accepted; larger bodies get 413.
     #[arg(long, env = "BATON_MAX_BODY_BYTES", default_value_t = 16 << 20)]
     pub max_body_bytes: usize,
@@ -206,6 +213,8 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     cfg.wal_recycle = a.wal_recycle_segments;
     cfg.wal_truncate_damaged_tail = a.wal_truncate_damaged_tail;
     cfg.partition_segment_bytes = a.partition_segment_mb.max(1) << 20;
+    cfg.max_open_files = a.max_open_files;
+    cfg.index_cache_bytes = a.index_cache_mb.max(1) << 20;
     cfg.limits = baton_core::limits::Limits {
         max_frame_bytes: a.max_frame_mb.saturating_mul(1 << 20),
         max_entry_bytes: a.max_entry_mb.saturating_mul(1 << 20),

@@ -1,0 +1,278 @@
+//! The node's open partition files and its cache of index blocks (D29).
+//!
+//! Owns every file descriptor a partition file holds while the engine runs:
+//! a least-recently-used set of open files bounded by `--max-open-files`, so
+//! 100,000 idle partitions hold no descriptors, and a cache of 4 KiB blocks
+//! of `.idx`/`.txid` files bounded by `--index-cache-mb`, so the planner's
+//! lookups by offset stay in memory for the partitions being read.
+//!
+//! Must never make a push or pop fail because the budget is full: an evicted
+//! file is only dropped from the set (a reader or writer holding its `Arc`
+//! keeps it open until done) and reopened by path on its next use. Must never
+//! serve a block older than the file: [`Store::invalidate`] is called for the
+//! blocks a flush rewrites. Files not yet under their final name (D17) are
+//! never looked up here by path; their segment holds them (pinned) until the
+//! provisioner has renamed them.
+
+use lru::LruCache;
+use parking_lot::Mutex;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// Bytes per cached index block.
+pub const BLOCK: u64 = 4096;
+
+/// The three files of one segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `<base>.seg`: the record batches.
+    Seg,
+    /// `<base>.idx`: one 32-byte record per batch ([`crate::index::BatchRec`]).
+    Idx,
+    /// `<base>.txid`: one u64 transaction-id hash per message.
+    Txid,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::Seg, Kind::Idx, Kind::Txid];
+
+    pub fn ext(self) -> &'static str {
+        match self {
+            Kind::Seg => "seg",
+            Kind::Idx => "idx",
+            Kind::Txid => "txid",
+        }
+    }
+}
+
+/// One file of one segment of one partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileKey {
+    pub part: u32,
+    pub base: u64,
+    pub kind: Kind,
+}
+
+/// A block of one file: the file and the block number.
+type BlockKey = (FileKey, u64);
+
+pub fn file_path(dir: &Path, base: u64, kind: Kind) -> PathBuf {
+    dir.join(format!("{base:020}.{}", kind.ext()))
+}
+
+/// Counters for /metrics.
+#[derive(Debug, Default)]
+pub struct FileStats {
+    pub opens: AtomicU64,
+    pub evictions: AtomicU64,
+    pub open_failures: AtomicU64,
+    pub block_hits: AtomicU64,
+    pub block_misses: AtomicU64,
+}
+
+pub struct Store {
+    /// Segments holding files from the provisioner not yet placed (D17): their handles are
+    /// open files outside the set, so they are bounded too (`max_pinned`, the pool size).
+    pinned: std::sync::atomic::AtomicUsize,
+    max_pinned: usize,
+    open: Mutex<LruCache<FileKey, Arc<File>>>,
+    blocks: Mutex<LruCache<BlockKey, Arc<Vec<u8>>>>,
+    pub stats: FileStats,
+    max_open: usize,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Store({} open of {})", self.open.lock().len(), self.max_open)
+    }
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store::new(DEFAULT_MAX_OPEN, DEFAULT_INDEX_CACHE_BYTES)
+    }
+}
+
+pub const DEFAULT_MAX_OPEN: usize = 4096;
+pub const DEFAULT_INDEX_CACHE_BYTES: u64 = 64 << 20;
+
+impl Store {
+    pub fn new(max_open: usize, cache_bytes: u64) -> Store {
+        let max_open = max_open.max(8);
+        let blocks = ((cache_bytes / BLOCK) as usize).max(16);
+        Store {
+            pinned: std::sync::atomic::AtomicUsize::new(0),
+            max_pinned: crate::provision::pool_for(max_open) / 3,
+            open: Mutex::new(LruCache::unbounded()),
+            blocks: Mutex::new(LruCache::new(std::num::NonZeroUsize::new(blocks).expect("at least 16"))),
+            stats: FileStats::default(),
+            max_open,
+        }
+    }
+
+    pub fn max_open(&self) -> usize {
+        self.max_open
+    }
+
+    /// Whether another segment may hold unplaced files now; if so it is counted until
+    /// [`Store::unpinned`].
+    pub fn try_pin(&self) -> bool {
+        self.pinned.fetch_update(Relaxed, Relaxed, |n| (n < self.max_pinned).then_some(n + 1)).is_ok()
+    }
+
+    pub fn unpinned(&self) {
+        self.pinned.fetch_sub(1, Relaxed);
+    }
+
+    pub fn pinned(&self) -> usize {
+        self.pinned.load(Relaxed)
+    }
+
+    /// Files open in the set now (not counting pinned ones and readers' copies).
+    pub fn open_files(&self) -> usize {
+        self.open.lock().len()
+    }
+
+    /// The open file for `key`, opened from `path` (read-write, created if `create`)
+    /// if it is not in the set. Running out of descriptors evicts half the set and
+    /// tries once more before it fails.
+    pub fn get(&self, key: FileKey, path: &Path, create: bool) -> io::Result<Arc<File>> {
+        if let Some(f) = self.open.lock().get(&key) {
+            return Ok(f.clone());
+        }
+        let f = match open_rw(path, create) {
+            Err(e) if out_of_fds(&e) => {
+                let half = self.open.lock().len() / 2;
+                self.evict_down_to(half);
+                open_rw(path, create)
+            }
+            r => r,
+        }
+        .inspect_err(|_| {
+            self.stats.open_failures.fetch_add(1, Relaxed);
+        })?;
+        self.stats.opens.fetch_add(1, Relaxed);
+        let f = Arc::new(f);
+        self.insert(key, f.clone());
+        Ok(f)
+    }
+
+    /// The file for `key` if it is open now; never opens one.
+    pub fn peek(&self, key: FileKey) -> Option<Arc<File>> {
+        self.open.lock().peek(&key).cloned()
+    }
+
+    /// Add a file opened elsewhere (a placed spare, a file just created).
+    pub fn insert(&self, key: FileKey, f: Arc<File>) {
+        let mut open = self.open.lock();
+        open.put(key, f);
+        let excess = open.len().saturating_sub(self.max_open);
+        for _ in 0..excess {
+            open.pop_lru();
+            self.stats.evictions.fetch_add(1, Relaxed);
+        }
+    }
+
+    fn evict_down_to(&self, n: usize) {
+        let mut open = self.open.lock();
+        while open.len() > n {
+            open.pop_lru();
+            self.stats.evictions.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Forget the files of a retired segment (they are about to be deleted).
+    pub fn forget(&self, part: u32, base: u64) {
+        let mut open = self.open.lock();
+        for kind in Kind::ALL {
+            open.pop(&FileKey { part, base, kind });
+        }
+    }
+
+    /// Block `n` of `file` (`key`): at most [`BLOCK`] bytes, fewer at the end of the file.
+    pub fn block(&self, key: FileKey, n: u64, file: &File) -> io::Result<Arc<Vec<u8>>> {
+        if let Some(b) = self.blocks.lock().get(&(key, n)) {
+            self.stats.block_hits.fetch_add(1, Relaxed);
+            return Ok(b.clone());
+        }
+        self.stats.block_misses.fetch_add(1, Relaxed);
+        let mut buf = vec![0u8; BLOCK as usize];
+        let mut got = 0;
+        while got < buf.len() {
+            match file.read_at(&mut buf[got..], n * BLOCK + got as u64)? {
+                0 => break,
+                k => got += k,
+            }
+        }
+        buf.truncate(got);
+        let b = Arc::new(buf);
+        self.blocks.lock().put((key, n), b.clone());
+        Ok(b)
+    }
+
+    /// Drop cached blocks `from..` of `key`: they are being rewritten or cut.
+    pub fn invalidate(&self, key: FileKey, from: u64, to: u64) {
+        let mut blocks = self.blocks.lock();
+        for n in from..=to {
+            blocks.pop(&(key, n));
+        }
+    }
+}
+
+fn open_rw(path: &Path, create: bool) -> io::Result<File> {
+    OpenOptions::new().read(true).write(true).create(create).truncate(false).open(path)
+}
+
+fn out_of_fds(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_set_stays_within_its_budget_and_reopens_what_it_evicted() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::new(8, 1 << 20);
+        let mut held = Vec::new();
+        for i in 0..20u64 {
+            let key = FileKey { part: 1, base: i, kind: Kind::Seg };
+            let f = s.get(key, &file_path(d.path(), i, Kind::Seg), true).unwrap();
+            f.write_all_at(&i.to_le_bytes(), 0).unwrap();
+            if i == 0 {
+                held.push(f);
+            }
+            assert!(s.open_files() <= 8);
+        }
+        assert_eq!(s.stats.evictions.load(Relaxed), 12);
+        // An evicted file a caller still holds stays usable.
+        let mut b = [0u8; 8];
+        held[0].read_exact_at(&mut b, 0).unwrap();
+        assert_eq!(u64::from_le_bytes(b), 0);
+        let key = FileKey { part: 1, base: 0, kind: Kind::Seg };
+        let again = s.get(key, &file_path(d.path(), 0, Kind::Seg), false).unwrap();
+        again.read_exact_at(&mut b, 0).unwrap();
+        assert_eq!(u64::from_le_bytes(b), 0);
+        assert_eq!(s.stats.opens.load(Relaxed), 21);
+    }
+
+    #[test]
+    fn a_block_is_cached_until_invalidated() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::new(8, 1 << 20);
+        let key = FileKey { part: 2, base: 0, kind: Kind::Idx };
+        let f = s.get(key, &file_path(d.path(), 0, Kind::Idx), true).unwrap();
+        f.write_all_at(b"abc", 0).unwrap();
+        assert_eq!(&s.block(key, 0, &f).unwrap()[..], b"abc");
+        f.write_all_at(b"def", 3).unwrap();
+        assert_eq!(&s.block(key, 0, &f).unwrap()[..], b"abc", "cached");
+        s.invalidate(key, 0, 0);
+        assert_eq!(&s.block(key, 0, &f).unwrap()[..], b"abcdef");
+        assert_eq!(s.stats.block_hits.load(Relaxed), 1);
+    }
+}

@@ -1,0 +1,235 @@
+//! The per-segment index files' records and one segment's view of them (D29).
+//!
+//! Owns the bytes of `<base>.idx` (one [`BatchRec`] per stored batch, 32 bytes,
+//! little-endian) and `<base>.txid` (one 16-byte transaction-id key per message,
+//! at position `offset - base`, flagged when deduplicated), and the unflushed tail of both for the
+//! segment being written. What a partition used to keep on the heap for every
+//! stored message (its batch's place and time, its transaction-id hash) lives
+//! here, so memory is O(partitions + cached blocks), not O(stored messages).
+//!
+//! Must never hand out a record that is not in the file or the tail: reads
+//! below `*_flushed` go to the file through the block cache, the rest to the
+//! tail, and a flush invalidates the blocks it rewrites.
+
+use crate::files::{FileKey, Kind, Store, BLOCK};
+use crate::model::{Micros, TxKey};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+pub const REC: u64 = 32;
+/// Bytes per `.txid` record: the two words of the message's key, the second with
+/// [`crate::model::DEDUP_FLAG`] when the dedup window holds it.
+pub const TXID: u64 = 16;
+/// Records (and hashes) kept in memory before they are written to their file.
+pub const TAIL_RECS: usize = 128;
+pub const TAIL_TXIDS: usize = 256;
+
+/// One stored batch: its first offset, entry time, place in the `.seg` file and message count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchRec {
+    pub base: u64,
+    pub ts: Micros,
+    pub pos: u64,
+    pub len: u32,
+    pub count: u32,
+}
+
+impl BatchRec {
+    pub fn end(&self) -> u64 {
+        self.base + self.count as u64
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.base.to_le_bytes());
+        out.extend_from_slice(&self.ts.to_le_bytes());
+        out.extend_from_slice(&self.pos.to_le_bytes());
+        out.extend_from_slice(&self.len.to_le_bytes());
+        out.extend_from_slice(&self.count.to_le_bytes());
+    }
+
+    pub fn decode(b: &[u8]) -> BatchRec {
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        BatchRec { base: u64_at(0), ts: u64_at(8), pos: u64_at(16), len: u32_at(24), count: u32_at(28) }
+    }
+}
+
+/// One segment's index: counts, time range, and what is not yet in the files.
+#[derive(Debug, Default)]
+pub struct SegIndex {
+    pub batches: u64,
+    pub msgs: u64,
+    pub first_ts: Micros,
+    pub last_ts: Micros,
+    pub idx_flushed: u64,
+    pub txid_flushed: u64,
+    tail: Vec<BatchRec>,
+    tail_txids: Vec<TxKey>,
+}
+
+impl SegIndex {
+    /// The index of a segment restored from a checkpoint: all of it is in the files.
+    pub fn restored(batches: u64, msgs: u64, first_ts: Micros, last_ts: Micros) -> SegIndex {
+        SegIndex { batches, msgs, first_ts, last_ts, idx_flushed: batches, txid_flushed: msgs, ..Default::default() }
+    }
+
+    pub fn push(&mut self, rec: BatchRec, txids: &[TxKey]) {
+        if self.batches == 0 {
+            self.first_ts = rec.ts;
+        }
+        self.last_ts = rec.ts;
+        self.batches += 1;
+        self.msgs += txids.len() as u64;
+        self.tail.push(rec);
+        self.tail_txids.extend_from_slice(txids);
+    }
+
+    /// Undo the last push (its bytes could not be written).
+    pub fn pop(&mut self, txids: usize) {
+        if self.tail.pop().is_some() {
+            self.batches -= 1;
+            self.msgs -= txids as u64;
+            let keep = self.tail_txids.len().saturating_sub(txids);
+            self.tail_txids.truncate(keep);
+            self.last_ts = self.tail.last().map_or(self.first_ts, |r| r.ts);
+        }
+    }
+
+    pub fn tail_full(&self) -> bool {
+        self.tail.len() >= TAIL_RECS || self.tail_txids.len() >= TAIL_TXIDS
+    }
+
+    pub fn has_tail(&self) -> bool {
+        !self.tail.is_empty() || !self.tail_txids.is_empty()
+    }
+
+    /// Write the tail to the two files; on failure nothing is marked flushed (a later
+    /// flush writes the same bytes again at the same place).
+    pub fn flush(&mut self, store: &Store, key: FileKey, idx: &File, txid: &File) -> io::Result<()> {
+        if !self.tail.is_empty() {
+            let mut buf = Vec::with_capacity(self.tail.len() * REC as usize);
+            for r in &self.tail {
+                r.encode(&mut buf);
+            }
+            let at = self.idx_flushed * REC;
+            idx.write_all_at(&buf, at)?;
+            let k = FileKey { kind: Kind::Idx, ..key };
+            store.invalidate(k, at / BLOCK, (at + buf.len() as u64) / BLOCK);
+        }
+        if !self.tail_txids.is_empty() {
+            let buf: Vec<u8> =
+                self.tail_txids.iter().flat_map(|h| [h[0].to_le_bytes(), h[1].to_le_bytes()]).flatten().collect();
+            let at = self.txid_flushed * TXID;
+            txid.write_all_at(&buf, at)?;
+            let k = FileKey { kind: Kind::Txid, ..key };
+            store.invalidate(k, at / BLOCK, (at + buf.len() as u64) / BLOCK);
+        }
+        self.idx_flushed = self.batches;
+        self.txid_flushed = self.msgs;
+        // An idle partition keeps no tail memory.
+        self.tail = Vec::new();
+        self.tail_txids = Vec::new();
+        Ok(())
+    }
+
+    /// Record `i` (0-based within the segment).
+    pub fn rec(
+        &self,
+        i: u64,
+        store: &Store,
+        key: FileKey,
+        idx: impl FnOnce() -> io::Result<std::sync::Arc<File>>,
+    ) -> io::Result<BatchRec> {
+        if i >= self.idx_flushed {
+            return self
+                .tail
+                .get((i - self.idx_flushed) as usize)
+                .copied()
+                .ok_or_else(|| io::Error::other(format!("index record {i} past the end ({})", self.batches)));
+        }
+        let at = i * REC;
+        let b = store.block(FileKey { kind: Kind::Idx, ..key }, at / BLOCK, &*idx()?)?;
+        let o = (at % BLOCK) as usize;
+        let bytes = b.get(o..o + REC as usize).ok_or_else(|| short(key, Kind::Idx, at))?;
+        Ok(BatchRec::decode(bytes))
+    }
+
+    /// The `.txid` record of message `j` (0-based within the segment).
+    pub fn txid(
+        &self,
+        j: u64,
+        store: &Store,
+        key: FileKey,
+        txid: impl FnOnce() -> io::Result<std::sync::Arc<File>>,
+    ) -> io::Result<TxKey> {
+        if j >= self.txid_flushed {
+            return self
+                .tail_txids
+                .get((j - self.txid_flushed) as usize)
+                .copied()
+                .ok_or_else(|| io::Error::other(format!("transaction-id hash {j} past the end ({})", self.msgs)));
+        }
+        let at = j * TXID;
+        let b = store.block(FileKey { kind: Kind::Txid, ..key }, at / BLOCK, &*txid()?)?;
+        let o = (at % BLOCK) as usize;
+        let bytes = b.get(o..o + TXID as usize).ok_or_else(|| short(key, Kind::Txid, at))?;
+        Ok(decode_txid(bytes))
+    }
+
+    /// The unflushed hashes, newest last (for scans that must not go through the cache).
+    pub fn tail_txids(&self) -> &[TxKey] {
+        &self.tail_txids
+    }
+}
+
+pub fn decode_txid(b: &[u8]) -> TxKey {
+    let w = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+    [w(0), w(8)]
+}
+
+fn short(key: FileKey, kind: Kind, at: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!("partition {} segment {} .{} ends before byte {at}", key.part, key.base, kind.ext()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::file_path;
+
+    #[test]
+    fn records_round_trip_through_the_tail_and_the_files() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::new(16, 1 << 20);
+        let key = FileKey { part: 1, base: 100, kind: Kind::Seg };
+        let open = |k: Kind| store.get(FileKey { kind: k, ..key }, &file_path(d.path(), 100, k), true).unwrap();
+        let (idx, txid) = (open(Kind::Idx), open(Kind::Txid));
+        let mut s = SegIndex::default();
+        let mut pos = 0;
+        // Past a block of records and of hashes, flushed in the middle of both.
+        for i in 0..300u64 {
+            let rec = BatchRec { base: 100 + i * 2, ts: 1_000 + i, pos, len: 70, count: 2 };
+            pos += 70;
+            s.push(rec, &[[i * 10, 1], [i * 10 + 1, 2]]);
+            if i == 150 || i == 299 {
+                s.flush(&store, key, &idx, &txid).unwrap();
+            }
+            if i == 151 {
+                // A block cached while partial must not be served after the next flush.
+                s.rec(150, &store, key, || Ok(idx.clone())).unwrap();
+            }
+        }
+        assert_eq!((s.batches, s.msgs, s.first_ts, s.last_ts), (300, 600, 1_000, 1_299));
+        for i in [0u64, 127, 128, 150, 151, 152, 299] {
+            let r = s.rec(i, &store, key, || Ok(idx.clone())).unwrap();
+            assert_eq!((r.base, r.ts, r.pos, r.count), (100 + i * 2, 1_000 + i, i * 70, 2), "record {i}");
+            assert_eq!(s.txid(i * 2 + 1, &store, key, || Ok(txid.clone())).unwrap(), [i * 10 + 1, 2]);
+        }
+        assert!(s.rec(300, &store, key, || Ok(idx.clone())).is_err());
+        assert_eq!(idx.metadata().unwrap().len(), 300 * REC);
+        assert_eq!(txid.metadata().unwrap().len(), 600 * TXID);
+    }
+}
