@@ -11,6 +11,7 @@ pub mod damage;
 pub mod dirlock;
 pub mod engine;
 pub mod entry;
+pub mod inspect;
 pub mod kafka_ops;
 pub mod kv;
 pub mod limits;
