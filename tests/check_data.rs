@@ -231,3 +231,38 @@ async fn files_the_checkpoint_does_not_name_are_orphans_not_damage() {
     }
     assert!(out.stdout.lines().last().is_some_and(|l| l.starts_with("ok: ")), "{}", out.stdout);
 }
+
+/// What a crash leaves (a torn log tail, partition bytes past the marks, partitions newer
+/// than the checkpoint) is not damage: recovery handles all of it.
+#[tokio::test]
+async fn a_node_killed_under_load_is_not_reported_damaged() {
+    let mut api = stopped_node().await;
+    let (c, url) = (api.c.clone(), api.s.url("/api/v1/push"));
+    let load = tokio::spawn(async move {
+        for i in 0..100_000u32 {
+            let items: Vec<Value> = (0..4)
+                .map(|j| json!({"queue": format!("k{}", i % 7), "partition": "0", "payload": {"i": i, "j": j, "pad": "x".repeat(3_000)}}))
+                .collect();
+            // Refused or cut off once the server is killed: that is the point.
+            if c.post(&url).json(&json!({ "items": items })).send().await.is_err() {
+                return;
+            }
+        }
+    });
+    // Past at least one checkpoint taken under this load (one a second).
+    let ckpt = api.s.dir.join("checkpoint.bin");
+    let seen = fs::metadata(&ckpt).unwrap().modified().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fs::metadata(&ckpt).unwrap().modified().unwrap() == seen {
+        assert!(Instant::now() < deadline, "no checkpoint in 30 s under load");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    api.s.kill9();
+    let _ = load.await;
+    let out = check_unchanged(&api.s.dir);
+    assert_eq!(out.code, 0, "stdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    assert!(damage_lines(&out).is_empty(), "{}", out.stdout);
+    // And the server agrees: it starts on what the check passed.
+    api.s.restart();
+}

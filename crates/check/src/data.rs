@@ -184,9 +184,11 @@ impl Checker {
     /// Every WAL segment, then what the log as a whole must hold given the checkpoint.
     fn wal(&mut self, ckpt: Option<&CheckpointView>, ckpt_readable: bool) -> Result<(), String> {
         let wal_dir = inspect::wal_dir(&self.dir);
-        // An unreadable checkpoint says nothing of where replay starts: every frame is checked.
         let covered = ckpt.map_or(0, |v| v.index);
-        let from = covered + 1;
+        // Without a checkpoint to say where replay starts, every frame there is is checked,
+        // from the log's first (a log that starts late is the checkpoint's finding, below).
+        let first = baton_log::first_index(&wal_dir).map_err(|e| format!("list {}: {e}", wal_dir.display()))?;
+        let from = if ckpt.is_some() { covered + 1 } else { first.unwrap_or(1) };
         let mut bad_entries: Vec<(u64, String)> = Vec::new();
         let segments = baton_log::inspect::inspect(&wal_dir, from, |index, payload| {
             if let Err(e) = inspect::decode_entries(payload) {
@@ -208,7 +210,6 @@ impl Checker {
         if !ckpt_readable {
             return Ok(());
         }
-        let first = segments.first().map(|s| s.first_index);
         let ckpt_path = inspect::checkpoint_path(&self.dir);
         match (ckpt, first) {
             (None, Some(first)) if first > 1 => self.damage(
@@ -232,8 +233,8 @@ impl Checker {
             ),
             (Some(v), Some(_)) => {
                 let last = segments.last().expect("a first means a last");
-                let clean_end = !matches!(last.verdict, Verdict::Damaged { .. });
-                if clean_end && last.next_index <= v.index {
+                // A torn or damaged end is reported as such already.
+                if last.verdict == Verdict::Clean && last.next_index <= v.index {
                     // The entries that are gone were in the segment that would come next
                     // (deleted) or at the end of this one (cut at a frame boundary).
                     let next = wal_dir.join(format!("wal-{:020}.log", last.next_index));
@@ -241,13 +242,15 @@ impl Checker {
                         &next,
                         format!(
                             "missing: the log ends at entry {} (the end of {}) but the checkpoint covers entries \
-                             up to {}, so entries {}..{} were durable and are gone: the segment that held them \
-                             was deleted, or cut at a frame boundary",
+                             up to {}, so {} durable and gone: the segment that held them was deleted, or cut \
+                             at a frame boundary",
                             last.next_index.saturating_sub(1),
                             self.rel(&last.path),
                             v.index,
-                            last.next_index,
-                            v.index
+                            match v.index - last.next_index {
+                                0 => format!("entry {} was", v.index),
+                                _ => format!("entries {}..={} were", last.next_index, v.index),
+                            }
                         ),
                     );
                 }

@@ -33,7 +33,7 @@ pub struct SegmentReport {
     /// The index its name says its first frame carries.
     pub first_index: u64,
     pub bytes: u64,
-    /// Valid frames read (0 when skipped).
+    /// Valid frames read before the end or the first damage.
     pub frames: u64,
     /// The index after the last valid frame read.
     pub next_index: u64,
@@ -81,8 +81,9 @@ pub fn inspect(
         report.read_by_recovery = start_problem.is_some() || skipped_to.is_none();
         read_segment(&seg.path, &mut buf)?;
         let start = seg.first_index;
-        // Index 0 as the lower bound: every frame is handed over, so frames are counted;
-        // only those replay would apply are passed on.
+        // Index 0 as the lower bound: every frame is handed over, so frames are counted (up
+        // to damage too); only those replay would apply are passed on.
+        let mut frames = 0;
         let scanned = scan(
             &buf,
             start,
@@ -93,15 +94,15 @@ pub fn inspect(
                 }
                 Ok(())
             },
-            &mut 0,
+            &mut frames,
         );
+        report.frames = frames;
         report.verdict = match (start_problem, scanned) {
             (Some(e), _) => Verdict::Damaged { offset: 0, reason: reason_of(e) },
             (None, Err(ScanError::Corrupt(offset, reason))) => Verdict::Damaged { offset: offset as u64, reason },
             (None, Err(ScanError::Callback(e))) => Verdict::Damaged { offset: 0, reason: reason_of(e) },
             (None, Ok(end)) => {
                 report.next_index = end.next;
-                report.frames = end.next - start;
                 match end.damage {
                     None => Verdict::Clean,
                     Some((offset, reason, _)) if !is_last => Verdict::Damaged {
