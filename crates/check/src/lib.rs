@@ -8,7 +8,8 @@
 //!   broker, abandon batches, commit on an expired lease.
 //!
 //! - `data`: `baton check data DIR`, a read-only check of a stopped node's data
-//!   directory against docs/storage.md (`index`: the files beside a segment).
+//!   directory against docs/storage.md (`parts`: the partition files, `index`: the
+//!   files beside a segment).
 //!
 //! Baton is spoken to through `baton-client` (crates/client), the one client
 //! the bench and the CLI use too.
@@ -18,6 +19,7 @@ pub mod broker;
 pub mod data;
 pub mod history;
 pub mod index;
+mod parts;
 pub mod pipeline;
 
 use clap::{Args, Subcommand};
