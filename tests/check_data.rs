@@ -108,8 +108,13 @@ fn harm(p: &Path, how: Harm) {
         Harm::Flip => {
             let mut b = fs::read(p).unwrap();
             // Inside what was written: past a WAL frame header (20 bytes) and a batch's CRC
-            // (bytes 17..21), within the checkpoint's body; the middle for longer files.
-            let at = (data_end(p) as usize / 2).max(22).min(b.len() - 1);
+            // (bytes 17..21), within the checkpoint's body; the middle for longer files. In
+            // an idx, the middle record's `pos` (its `ts` is guarded by nothing).
+            let at = if p.extension().is_some_and(|e| e == "idx") {
+                b.len() / 32 / 2 * 32 + 16
+            } else {
+                (data_end(p) as usize / 2).max(22).min(b.len() - 1)
+            };
             b[at] ^= 0x10;
             fs::write(p, b).unwrap();
         }
@@ -190,7 +195,12 @@ async fn a_stopped_node_is_ok_and_each_kind_of_harm_to_each_kind_of_file_is_dama
 
     let scratch = tempfile::tempdir().unwrap();
     for (n, target) in targets.iter().enumerate() {
-        for how in [Harm::Flip, Harm::Truncate, Harm::Delete] {
+        // A txid file is hashes with no checksum: only its length can be judged.
+        let harms: &[Harm] = match target.extension().is_some_and(|e| e == "txid") {
+            true => &[Harm::Truncate, Harm::Delete],
+            false => &[Harm::Flip, Harm::Truncate, Harm::Delete],
+        };
+        for &how in harms {
             let copy = scratch.path().join(format!("{n}-{how:?}"));
             copy_dir(&data, &copy);
             let file = copy.join(target.strip_prefix(&data).unwrap());
