@@ -7,12 +7,19 @@
 //!   ([`history::check`]). Optional fault injection: SIGKILL and restart the
 //!   broker, abandon batches, commit on an expired lease.
 //!
+//! - `data`: `baton check data DIR`, a read-only check of a stopped node's data
+//!   directory against docs/storage.md (`parts`: the partition files, `index`: the
+//!   files beside a segment).
+//!
 //! Baton is spoken to through `baton-client` (crates/client), the one client
 //! the bench and the CLI use too.
 
 mod actors;
 pub mod broker;
+pub mod data;
 pub mod history;
+pub mod index;
+mod parts;
 pub mod pipeline;
 
 use clap::{Args, Subcommand};
@@ -29,6 +36,10 @@ pub enum CheckCmd {
     /// batch, read the output; then verify no loss, no duplicate, order kept,
     /// no rolled-back output. Exits non-zero on any violation.
     Pipeline(pipeline::PipelineArgs),
+    /// A stopped node's data directory: checkpoint, log, partition files and their
+    /// indexes, read without changing anything. One line per finding (damage, torn,
+    /// stale, orphan); exits non-zero on damage. Refuses a directory a server holds.
+    Data(data::DataArgs),
 }
 
 /// Run a check; `Err` (exit status 1) on any violation or if the run could not be made.
@@ -42,5 +53,6 @@ pub fn run(a: CheckArgs) -> Result<(), String> {
                 Err(format!("check pipeline: {} violation(s)", report.verdict.total_violations()))
             }
         }
+        CheckCmd::Data(d) => data::run(d),
     }
 }

@@ -427,3 +427,9 @@ mod tests {
         assert!(load(dir.path()).err().is_some_and(|e| e.contains("crc mismatch")));
     }
 }
+
+/// The checkpoint in `dir` as recovery reads it (magic, CRC, decode), changing nothing:
+/// `None` when there is none. For `baton check data`, through [`crate::inspect`] only.
+pub fn load_read_only(dir: &Path) -> Result<Option<State>, String> {
+    load(dir)
+}

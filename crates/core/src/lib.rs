@@ -13,6 +13,7 @@ pub mod engine;
 pub mod entry;
 pub mod files;
 pub mod index;
+pub mod inspect;
 pub mod kafka_ops;
 pub mod kv;
 pub mod limits;

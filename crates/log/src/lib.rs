@@ -3,12 +3,14 @@
 //!
 //! This file owns the public vocabulary (config, errors, the item contract, recovery summary).
 //! It must never hold I/O logic: the on-disk format lives in `frame`, file handling in `segment`,
-//! replay in `recovery`, appending in `writer`, metrics in `stats`.
+//! replay in `recovery` (and its read-only twin for `baton check data` in `inspect`), appending
+//! in `writer`, metrics in `stats`.
 //!
 //! Invariant I3, enforced in `writer`: no answer claims success before its entry is durable
 //! (written and fdatasync'd).
 
 mod frame;
+pub mod inspect;
 pub mod priority;
 mod recovery;
 mod segment;

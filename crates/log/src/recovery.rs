@@ -84,7 +84,7 @@ pub fn recover(
 }
 
 /// Where a segment's entries must start, given where the previous segment ended.
-fn check_segment_start(seg: &SegmentFile, expected: Option<u64>, from_index: u64) -> Result<u64, WalError> {
+pub(crate) fn check_segment_start(seg: &SegmentFile, expected: Option<u64>, from_index: u64) -> Result<u64, WalError> {
     let first = seg.first_index;
     match expected {
         None if first > from_index => Err(corrupt(
@@ -107,7 +107,7 @@ fn check_segment_start(seg: &SegmentFile, expected: Option<u64>, from_index: u64
     }
 }
 
-fn read_segment(path: &Path, buf: &mut Vec<u8>) -> Result<(), WalError> {
+pub(crate) fn read_segment(path: &Path, buf: &mut Vec<u8>) -> Result<(), WalError> {
     let ctx = || format!("reading {}", path.display());
     let mut file = File::open(path).map_err(|e| WalError::io(ctx(), e))?;
     // Reading exactly the metadata length (not to EOF) keeps a special file that never ends
@@ -121,16 +121,16 @@ fn read_segment(path: &Path, buf: &mut Vec<u8>) -> Result<(), WalError> {
     Ok(())
 }
 
-struct ScanEnd {
+pub(crate) struct ScanEnd {
     /// Index the next frame (in this or the next segment) must carry.
-    next: u64,
+    pub next: u64,
     /// Offset and reason of a bad frame with nothing valid after it: a torn tail candidate.
-    damage: Option<(usize, String, Tear)>,
+    pub damage: Option<(usize, String, Tear)>,
 }
 
 /// What a bad end of the last segment looks like.
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
-enum Tear {
+pub(crate) enum Tear {
     /// What a write cut by a crash leaves: a frame cut short, or sectors never written
     /// (zeros, in a preallocated or newly grown file). Never answered, so cut.
     Torn,
@@ -194,14 +194,14 @@ fn lost_sectors_then_rest_of_the_write(bytes: &[u8], off: usize, later: usize, n
 /// it, at its largest.
 const MAX_WRITE_BYTES: usize = (8 << 20) + frame::HEADER_LEN + frame::MAX_PAYLOAD;
 
-enum ScanError {
+pub(crate) enum ScanError {
     /// Offset and reason; the caller attaches the file name.
     Corrupt(usize, String),
     Callback(WalError),
 }
 
 /// Walks the frames of one segment.
-fn scan(
+pub(crate) fn scan(
     bytes: &[u8],
     first_index: u64,
     from_index: u64,
