@@ -8,17 +8,21 @@
 //! change of this file only. Must never write; reads the idx whole (32 bytes per batch, a
 //! segment's worth) and only the length of the txid file.
 
-use baton_core::inspect::{MarkView, TXID_RECORD};
+use baton_core::inspect::{txid_unflagged, MarkView, TXID_RECORD};
+use baton_core::model::DEDUP_FLAG;
 use std::path::{Path, PathBuf};
 
 /// A batch found in the `.seg` inside its mark.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchSeen {
     pub pos: u64,
     /// 12 + the header's batchLength.
     pub len: u64,
     pub base: u64,
     pub count: u32,
+    /// The `.txid` records its messages must have (recomputed from its records), when its
+    /// records could be decoded.
+    pub keys: Option<Vec<[u64; 2]>>,
 }
 
 pub const RECORD: usize = 32;
@@ -147,10 +151,39 @@ pub fn check_beside(seg: &Path, mark: &MarkView, batches: &[BatchSeen], files: &
             );
             if len < need || (mark.batches.is_none() && len != all) || len % TXID_RECORD != 0 {
                 out.push((txid_path, format!("{what} ({TXID_RECORD} bytes each)")));
+            } else if let Some(why) = wrong_key(&txid_path, batches, need / TXID_RECORD, mark.base) {
+                out.push((txid_path, why));
             }
         }
     }
     out
+}
+
+/// The first covered `.txid` record that is not the key of its message's transaction id.
+fn wrong_key(path: &Path, batches: &[BatchSeen], covered: u64, seg_base: u64) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    for b in batches {
+        let Some(keys) = &b.keys else { continue };
+        for (k, want) in keys.iter().enumerate() {
+            let o = b.base + k as u64;
+            let j = o.checked_sub(seg_base)?;
+            if j >= covered {
+                return None;
+            }
+            let at = (j * TXID_RECORD) as usize;
+            let rec = bytes.get(at..at + TXID_RECORD as usize)?;
+            let w = |i: usize| u64::from_le_bytes(rec[i..i + 8].try_into().expect("8 bytes"));
+            // Deduplicated: the whole key, flagged; otherwise its first word and a zero.
+            let got = [w(0), w(8)];
+            let ok = if got[1] & DEDUP_FLAG != 0 { txid_unflagged(got) == *want } else { got == [want[0], 0] };
+            if !ok {
+                return Some(format!(
+                    "record {j} (offset {o}) is not the key of that message's transaction id (changed or damaged)"
+                ));
+            }
+        }
+    }
+    None
 }
 
 fn name(p: &Path) -> String {
@@ -182,7 +215,7 @@ mod tests {
             let recs: Vec<NewRecord> = (0..n).map(|_| NewRecord { key: None, value: b"v", txid: None }).collect();
             let mut b = encode_batch(&recs, 1).unwrap();
             set_base_offset(&mut b, base);
-            seen.push(BatchSeen { pos: seg.len() as u64, len: b.len() as u64, base, count: n as u32 });
+            seen.push(BatchSeen { pos: seg.len() as u64, len: b.len() as u64, base, count: n as u32, keys: None });
             idx.extend_from_slice(&rec(base, seg.len() as u64, b.len() as u32, n as u32));
             seg.extend_from_slice(&b);
             base += n as u64;

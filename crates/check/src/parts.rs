@@ -126,7 +126,7 @@ impl Checker {
             self.damage(path, format!("{who}: {len} bytes, but the checkpoint marked {} (truncated)", m.len));
             return Ok(None);
         }
-        let (batches, end) = self.walk_batches(&who, file, m, path);
+        let (batches, end) = self.walk_batches(&who, file, m, path, p);
         self.r.batches += batches.len() as u64;
         let findings = index::check_beside(path, m, &batches, &mut self.r.files);
         for (file, what) in findings {
@@ -137,7 +137,14 @@ impl Checker {
 
     /// Reads the batches inside the mark, one at a time (memory: one batch); returns what
     /// was found and the offset after the last batch.
-    fn walk_batches(&mut self, who: &str, file: File, m: &MarkView, path: &Path) -> (Vec<BatchSeen>, u64) {
+    fn walk_batches(
+        &mut self,
+        who: &str,
+        file: File,
+        m: &MarkView,
+        path: &Path,
+        p: &PartitionView,
+    ) -> (Vec<BatchSeen>, u64) {
         let mut rd = BufReader::with_capacity(1 << 20, file.take(m.len));
         let mut seen = Vec::new();
         let mut pos = 0u64;
@@ -182,7 +189,14 @@ impl Checker {
                         );
                     }
                     let base = u64::try_from(h.base_offset).unwrap_or(next);
-                    seen.push(BatchSeen { pos, len: total as u64, base, count: h.record_count });
+                    // The keys its `.txid` records must hold; a batch whose records do not
+                    // decode (a compression this build cannot read) is checked by length only.
+                    let keys = baton_wire::decode_batches(&buf).ok().map(|recs| {
+                        recs.iter()
+                            .map(|r| inspect::txid_record(p.hash_key, &p.name, r.offset, r.txid.as_deref()))
+                            .collect()
+                    });
+                    seen.push(BatchSeen { pos, len: total as u64, base, count: h.record_count, keys });
                     next = base + u64::from(h.record_count);
                 }
                 Err(e) => {
@@ -192,7 +206,7 @@ impl Checker {
                     self.damage(path, format!("{who}: the batch at byte {pos} (offset {next}): {e}"));
                     let count =
                         u32::try_from(i32::from_be_bytes(buf[57..61].try_into().expect("4 bytes"))).unwrap_or(0);
-                    seen.push(BatchSeen { pos, len: total as u64, base: next, count });
+                    seen.push(BatchSeen { pos, len: total as u64, base: next, count, keys: None });
                     next += u64::from(count);
                 }
             }

@@ -40,6 +40,22 @@ pub struct PartitionView {
     /// Next offset to assign, as of the checkpoint.
     pub end: u64,
     pub marks: Vec<MarkView>,
+    /// The node's transaction-id key (D21), so `.txid` records can be recomputed.
+    pub hash_key: [u64; 2],
+}
+
+/// The `.txid` record a message would have, without its dedup flag (D29): the key of its
+/// transaction id, or for a record without one (Kafka), of `<partition>-<offset>`.
+pub fn txid_record(hash_key: [u64; 2], partition: &str, offset: u64, txid: Option<&str>) -> [u64; 2] {
+    match txid {
+        Some(t) => crate::model::txid_key(hash_key, t),
+        None => crate::model::txid_key(hash_key, &format!("{partition}-{offset}")),
+    }
+}
+
+/// A `.txid` record without its dedup flag.
+pub fn txid_unflagged(k: [u64; 2]) -> [u64; 2] {
+    [k[0], k[1] & !crate::model::DEDUP_FLAG]
 }
 
 #[derive(Debug, Clone)]
@@ -89,6 +105,7 @@ pub fn read_checkpoint(data_dir: &Path) -> Result<Option<CheckpointView>, String
                 .iter()
                 .map(|m| MarkView { base: m.base, len: m.len, batches: Some(m.batches), msgs: Some(m.msgs) })
                 .collect(),
+            hash_key: state.hash_key,
         })
         .collect();
     partitions.sort_by_key(|p| p.id);
