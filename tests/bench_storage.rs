@@ -142,3 +142,27 @@ fn a_server_that_does_not_start_fails_the_run_and_bad_sizes_are_refused() {
     let (good, _, text) = storage(&["partitions", "--duration", "0"]);
     assert!(!good && text.contains("--duration"), "{text}");
 }
+
+/// A server out of file descriptors (one open file per partition today) fails
+/// requests: they are counted and shown, the p99 ratio is not claimed, and the
+/// run exits non-zero while still printing its report. The limit is lowered for
+/// the bench and the server it starts (a shell's `ulimit -n`, inherited).
+#[test]
+fn partitions_reports_errors_of_a_server_out_of_descriptors_and_fails() {
+    let exe = env!("CARGO_BIN_EXE_baton");
+    let script = format!(
+        "ulimit -n 200 && exec {exe} bench storage partitions --partitions 400 --baseline-partitions 10 \
+         --duration 1 --rate 100 --max-errors 20 --json --no-progress"
+    );
+    let out = Command::new("sh").args(["-c", &script]).output().expect("run sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "errors must fail the run\n{stdout}\n{stderr}");
+    let v: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    assert_eq!(v["baseline"]["create_errors"], 0, "10 partitions fit: {v}");
+    assert!(v["errors"].as_u64().unwrap() > 0, "{v}");
+    assert!(v["run"]["first_error"].as_str().unwrap_or("").contains("open files"), "{v}");
+    assert_eq!(v["target"]["errors_met"], false, "{v}");
+    assert!(v["target"]["ratio_met"] != true, "no ratio is claimed from failed cycles: {v}");
+    assert!(stderr.contains("requests failed"), "{stderr}");
+}
