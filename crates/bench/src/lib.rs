@@ -17,6 +17,8 @@
 //!   and per-partition order; only on systems that can do it atomically.
 //! * `--quick`: a small produce + consume + fixed-rate run against a Baton it
 //!   starts itself; a smoke test of the whole driver in a few seconds.
+//! * `storage <scenario>` ([`storage`]): how storage scales with what is stored
+//!   (fill, checkpoint, restart, partitions), each on servers it starts from `--exe`.
 //!
 //! Results go to stdout as a markdown table and, with `--json-out`, as one
 //! JSON line per result.
@@ -30,6 +32,7 @@ pub mod pipeline;
 pub mod report;
 pub mod schedule;
 pub mod spawn;
+pub mod storage;
 pub mod target;
 pub mod workload;
 
@@ -39,7 +42,7 @@ use crate::report::{Params, PipelineCheck, Row};
 use crate::schedule::{next_rate, step_held};
 use crate::target::Target;
 use crate::workload::{Measured, StepMeasured, Stop};
-use clap::{Args, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,8 +84,18 @@ pub enum TargetKind {
     Postgres,
 }
 
+/// Benchmarks with flags of their own.
+#[derive(Subcommand, Debug, Clone)]
+pub enum BenchCommand {
+    /// Storage scaling (issue 18): fill, checkpoint, restart, partitions; servers started from --exe.
+    Storage(storage::StorageArgs),
+}
+
 #[derive(Args, Debug, Clone)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
     /// What to run (not needed with --quick).
     #[arg(value_enum, required_unless_present = "quick")]
     pub workload: Option<Workload>,
@@ -181,6 +194,9 @@ pub struct BenchArgs {
 /// Run the benchmark described by `a`; print results; fail if a closed-loop
 /// run saw errors (or, with --quick, if anything at all looks wrong).
 pub fn run(a: BenchArgs) -> Result<(), String> {
+    if let Some(BenchCommand::Storage(s)) = a.command {
+        return storage::run(s);
+    }
     if a.batch == 0 || a.size == 0 || a.partitions == 0 || a.workers == Some(0) || a.rate == 0 {
         return Err("--batch, --size, --partitions, --workers and --rate must be positive".into());
     }
