@@ -67,5 +67,7 @@ fn bench_pipeline_against_a_real_server_verifies_and_leaves_out_the_warm_up() {
     assert_eq!(p["transactions"], 600, "{line}");
     // About 200 of the 600 steps were due in the first 0.5 s at 400/s.
     let timed = line["commit"]["count"].as_u64().unwrap_or(0);
-    assert!((300..=450).contains(&timed), "commits timed after the warm-up: {timed}: {line}");
+    // Fewer than all: the warm-up is left out (a loaded machine that falls behind the
+    // schedule times more of them, never all).
+    assert!((300..600).contains(&timed), "commits timed after the warm-up: {timed}: {line}");
 }

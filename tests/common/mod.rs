@@ -292,3 +292,37 @@ impl Drop for Baton {
         let _ = self.0.wait();
     }
 }
+
+// ---- Crash-at-a-point helpers (tests/checkpoint_crash.rs). ----
+
+impl Server {
+    /// Start with extra flags and environment in a fresh temp dir, healthy.
+    pub fn start_with_env(args: &[&str], envs: &[(&str, &str)]) -> Server {
+        Self::launch(args, envs)
+    }
+
+    /// Forget the environment given at start, for the next restart.
+    pub fn clear_envs(&mut self) {
+        self.envs.clear();
+    }
+
+    /// Wait up to `timeout` for the running process to exit on its own.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let c = self.child.as_mut()?;
+            if let Some(st) = c.try_wait().expect("wait") {
+                self.child = None;
+                return Some(st);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn running(&mut self) -> bool {
+        self.child.as_mut().is_some_and(|c| c.try_wait().ok().flatten().is_none())
+    }
+}

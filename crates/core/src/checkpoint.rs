@@ -91,6 +91,7 @@ impl Snapshot {
                 f.flush_index().map_err(|e| CheckpointError::Retry(format!("write partition {} index: {e}", p.id)))?;
             }
         }
+        crate::failpoint::hit("checkpoint.index_flushed");
         let mut work = std::mem::take(&mut *state.storage.unsynced.lock());
         for p in state.parts.values_mut() {
             if let Some(f) = p.files.as_mut() {
@@ -126,6 +127,7 @@ impl Snapshot {
         use CheckpointError::{Fatal, Retry};
         // Every file this snapshot names must be under that name before it is opened by
         // name and before the directories are synced.
+        crate::failpoint::hit("checkpoint.taken");
         if let Some(p) = &self.provisioner {
             p.barrier().map_err(Retry)?;
         }
@@ -148,15 +150,22 @@ impl Snapshot {
             };
             f.sync_all().map_err(|e| Fatal(format!("sync {}: {e}", d.display())))?;
         }
+        crate::failpoint::hit("checkpoint.files_synced");
         let tmp = dir.join("checkpoint.tmp");
         let f = File::create(&tmp).map_err(|e| Retry(format!("create {}: {e}", tmp.display())))?;
         write_streamed(&f, &self.state).map_err(Retry)?;
         f.sync_all().map_err(|e| Retry(format!("sync {}: {e}", tmp.display())))?;
+        crate::failpoint::hit("checkpoint.tmp_written");
         fs::rename(&tmp, dir.join(FILE)).map_err(|e| Retry(format!("rename {}: {e}", tmp.display())))?;
+        crate::failpoint::hit("checkpoint.renamed");
         let d = File::open(dir).map_err(|e| Fatal(format!("open data dir: {e}")))?;
         d.sync_all().map_err(|e| Fatal(format!("sync data dir: {e}")))?;
+        crate::failpoint::hit("checkpoint.dir_synced");
         // Only now, with a durable checkpoint that does not name them, may retired files go.
-        for p in &work.graveyard {
+        for (n, p) in work.graveyard.iter().enumerate() {
+            if n == 1 {
+                crate::failpoint::hit("checkpoint.deleting");
+            }
             let res = if p.is_dir() { fs::remove_dir_all(p) } else { fs::remove_file(p) };
             match res {
                 // A partition deleted before its first append never had a directory (D17).

@@ -11,6 +11,7 @@ pub mod damage;
 pub mod dirlock;
 pub mod engine;
 pub mod entry;
+pub mod failpoint;
 pub mod files;
 pub mod index;
 pub mod inspect;

@@ -508,7 +508,9 @@ impl PlannerLoop {
             }
             let index = snap.index;
             snap.write(&dir)?;
+            crate::failpoint::hit("checkpoint.written");
             wal.truncate_before(index + 1);
+            crate::failpoint::hit("checkpoint.log_retired");
             shared.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
             let bytes = std::fs::metadata(dir.join("checkpoint.bin")).map_or(0, |m| m.len());
             shared.counters.checkpoint_bytes.fetch_add(bytes, Ordering::Relaxed);
