@@ -147,6 +147,12 @@ pub async fn prometheus(State(app): State<App>) -> Response {
         w.batches.load(Relaxed),
     );
     counter(&mut out, "baton_wal_bytes_total", "Bytes written to the WAL.", w.bytes.load(Relaxed));
+    counter(
+        &mut out,
+        "baton_wal_rotation_failures_total",
+        "New WAL segments that could not be made (the batch went on in the current segment).",
+        w.rotation_failures.load(Relaxed),
+    );
     histogram(&mut out, "baton_wal_batch_frames", "Frames per group commit.", &w.batch_entries);
     histogram(&mut out, "baton_wal_fdatasync_seconds", "fdatasync latency.", &w.sync_seconds);
     let failed = app.engine.failure().is_some() as u8;

@@ -54,17 +54,23 @@ pub(crate) fn list(dir: &Path) -> Result<Vec<SegmentFile>, WalError> {
     Ok(segments)
 }
 
-/// Creates a new, empty segment and makes its directory entry durable, so a crash cannot
-/// lose the file while keeping entries the writer later acknowledges from it.
-pub(crate) fn create(dir: &Path, first_index: u64) -> Result<SegmentFile, WalError> {
+/// Creates a new, empty segment, opened for positioned writes, and makes its directory
+/// entry durable, so a crash cannot lose the file while keeping entries the writer later
+/// acknowledges from it. Whole or nothing: a failure after the file was made removes it,
+/// so a later start never finds an empty segment claiming the next index.
+pub(crate) fn create(dir: &Path, first_index: u64) -> Result<(SegmentFile, File), WalError> {
     let path = dir.join(file_name(first_index));
-    OpenOptions::new()
-        .append(true)
+    let file = OpenOptions::new()
+        .write(true)
         .create_new(true)
         .open(&path)
         .map_err(|e| WalError::io(format!("creating {}", path.display()), e))?;
-    sync_dir(dir).map_err(|e| WalError::io(format!("fsync of directory {}", dir.display()), e))?;
-    Ok(SegmentFile { first_index, path })
+    if let Err(e) = sync_dir(dir) {
+        drop(file);
+        let _ = fs::remove_file(&path);
+        return Err(WalError::io(format!("fsync of directory {}", dir.display()), e));
+    }
+    Ok((SegmentFile { first_index, path }, file))
 }
 
 /// Opened for positioned writes (the writer keeps its own write offset, so a preallocated
@@ -233,7 +239,7 @@ mod tests {
     #[test]
     fn create_refuses_to_clobber_an_existing_segment() {
         let dir = tempfile::tempdir().unwrap();
-        let seg = create(dir.path(), 5).unwrap();
+        let (seg, _file) = create(dir.path(), 5).unwrap();
         fs::write(&seg.path, b"keep").unwrap();
         assert!(matches!(create(dir.path(), 5), Err(WalError::Io(_))));
         assert_eq!(fs::read(&seg.path).unwrap(), b"keep");

@@ -112,12 +112,28 @@ impl Spare {
         if !matches!(self.state, State::Ready) {
             return None;
         }
+        // Opened before it is renamed, so nothing after the rename needs a new descriptor
+        // but the directory's sync; if that fails the file goes back to being the spare and
+        // no segment claims the next index (a later start would find it).
+        let file = match OpenOptions::new().write(true).open(&self.path) {
+            Ok(f) => f,
+            Err(e) => {
+                self.state = State::Ready;
+                return Some(Err(e));
+            }
+        };
+        if let Err(e) = std::fs::rename(&self.path, target) {
+            self.state = State::Ready;
+            return Some(Err(e));
+        }
         self.state = State::Idle;
-        Some((|| {
-            std::fs::rename(&self.path, target)?;
-            segment::sync_dir(&self.dir)?;
-            OpenOptions::new().write(true).open(target)
-        })())
+        if let Err(e) = segment::sync_dir(&self.dir) {
+            if std::fs::rename(target, &self.path).is_ok() {
+                self.state = State::Ready;
+            }
+            return Some(Err(e));
+        }
+        Some(Ok(file))
     }
 }
 

@@ -25,6 +25,8 @@ pub struct WalStats {
     pub sync_seconds: Histogram,
     /// Entries per group commit.
     pub batch_entries: Histogram,
+    /// Rotations that failed (the batch went on in the current segment).
+    pub rotation_failures: AtomicU64,
 }
 
 impl WalStats {
@@ -35,6 +37,7 @@ impl WalStats {
             bytes: AtomicU64::new(0),
             sync_seconds: Histogram::new(SYNC_SECONDS_BOUNDS),
             batch_entries: Histogram::new(BATCH_ENTRIES_BOUNDS),
+            rotation_failures: AtomicU64::new(0),
         }
     }
 }

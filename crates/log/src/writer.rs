@@ -84,6 +84,8 @@ struct Shared {
     closed: AtomicBool,
     #[cfg(test)]
     fail_next_sync: AtomicBool,
+    /// Rotations a test makes fail before they touch anything.
+    fail_rotations: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -142,6 +144,7 @@ impl WalWriter {
             closed: AtomicBool::new(false),
             #[cfg(test)]
             fail_next_sync: AtomicBool::new(false),
+            fail_rotations: std::sync::atomic::AtomicU64::new(0),
         });
         let writer = Writer {
             dir: cfg.dir,
@@ -223,6 +226,11 @@ impl WalWriter {
     pub(crate) fn fail_next_sync(&self) {
         self.shared.fail_next_sync.store(true, Ordering::SeqCst);
     }
+
+    #[cfg(test)]
+    pub(crate) fn fail_rotations(&self, n: u64) {
+        self.shared.fail_rotations.store(n, Ordering::SeqCst);
+    }
 }
 
 impl crate::Log for WalWriter {
@@ -272,8 +280,7 @@ fn open_active(cfg: &WalConfig, segments: &mut VecDeque<SegmentFile>, next_index
             });
         }
     }
-    let seg = segment::create(&cfg.dir, next_index)?;
-    let file = segment::open_write(&seg.path)?;
+    let (seg, file) = segment::create(&cfg.dir, next_index)?;
     preallocate(cfg, &file, &seg.path, 0)?;
     segments.push_back(seg);
     Ok(file)
@@ -429,7 +436,15 @@ impl Writer {
     fn write_batch(&mut self) -> Result<(), String> {
         let first_index = self.next_index - self.batch_entries;
         if self.active_size > 0 && self.active_size >= self.segment_bytes {
-            self.rotate(first_index)?;
+            // A new segment that cannot be made now (out of descriptors, say) leaves the
+            // batch in the current one, past its size, and is tried again by the next batch:
+            // segments are a size to aim at, and a full one is not a reason to stop the node
+            // (issue 12 item 11). A failed rotation leaves no file behind it.
+            if let Err(e) = self.rotate(first_index) {
+                if self.shared.stats.rotation_failures.fetch_add(1, Ordering::Relaxed) == 0 {
+                    tracing::warn!(error = %e, "could not start a new wal segment; writing on in the current one");
+                }
+            }
         }
         let path = self.active_path();
         self.active.write_all_at(&self.buf, self.active_size).map_err(|e| format!("write to {path}: {e}"))?;
@@ -461,17 +476,17 @@ impl Writer {
     /// Starts a new segment whose first entry is `first_index`. The old one is already
     /// durable: every batch written to it was synced before being answered.
     fn rotate(&mut self, first_index: u64) -> Result<(), String> {
+        if self.shared.fail_rotations.load(Ordering::SeqCst) > 0 {
+            self.shared.fail_rotations.fetch_sub(1, Ordering::SeqCst);
+            return Err("injected rotation failure".into());
+        }
         let target = self.dir.join(segment::file_name(first_index));
         let installed = self.spare.as_mut().and_then(|s| s.install(&target));
         let (seg, file) = match installed {
             Some(Ok(file)) => (SegmentFile { first_index, path: target }, file),
             Some(Err(e)) => return Err(format!("installing the preallocated segment {}: {e}", target.display())),
             // Not ready (a slow disk, or preparing it failed): a plain, growing segment.
-            None => {
-                let seg = segment::create(&self.dir, first_index).map_err(|e| e.to_string())?;
-                let file = segment::open_write(&seg.path).map_err(|e| e.to_string())?;
-                (seg, file)
-            }
+            None => segment::create(&self.dir, first_index).map_err(|e| e.to_string())?,
         };
         self.active = file;
         self.active_size = 0;

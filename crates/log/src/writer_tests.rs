@@ -85,6 +85,26 @@ fn rotation_creates_segments_named_after_their_first_index() {
     assert_eq!(got.iter().map(|e| e.0).collect::<Vec<_>>(), (1..=7).collect::<Vec<_>>());
 }
 
+/// Issue 12 item 11: a rotation that fails (out of descriptors, say) does not latch the
+/// log: the batch goes on in the current segment, the next batch rotates, nothing is left
+/// behind, and recovery reads every entry. Before, the failure latched the writer.
+#[test]
+fn a_failed_rotation_writes_on_in_the_current_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), 100);
+    let w = WalWriter::start(c.clone(), 1).unwrap();
+    let payloads: Vec<Vec<u8>> = (0..7).map(|_| vec![7u8; 60 - HEADER_LEN]).collect();
+    w.fail_rotations(2);
+    assert_eq!(append_one_by_one(&w, &payloads), (1..=7).collect::<Vec<_>>());
+    assert_eq!(w.stats().rotation_failures.load(Relaxed), 2);
+    w.shutdown();
+    // Entries 3 and 4 found the first segment full and could not rotate; 5 rotated.
+    assert_eq!(segment_names(dir.path()), vec![1, 5, 7]);
+    let (info, got) = recover_all(&c, 1).unwrap();
+    assert_eq!(info.next_index, 8);
+    assert_eq!(got.iter().map(|e| e.0).collect::<Vec<_>>(), (1..=7).collect::<Vec<_>>());
+}
+
 #[test]
 fn truncate_before_deletes_only_whole_old_segments() {
     let dir = tempfile::tempdir().unwrap();
