@@ -200,7 +200,19 @@ fn connections_over_the_cap_are_answered_503() {
 
 /// Lower the running server's descriptor limit to what it uses now plus `spare`.
 fn limit_fds(s: &Server, spare: u64) {
-    let used = std::fs::read_dir(format!("/proc/{}/fd", s.pid())).expect("the server's fds").count() as u64;
+    // The provisioner opens its pool of spare files in the background after start (D17):
+    // count once that has settled, or it takes the spare descriptors after the limit is set.
+    let count = || std::fs::read_dir(format!("/proc/{}/fd", s.pid())).expect("the server's fds").count() as u64;
+    let mut used = count();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = count();
+        if now == used || Instant::now() > deadline {
+            break;
+        }
+        used = now;
+    }
     let lim = libc::rlimit { rlim_cur: used + spare, rlim_max: used + spare };
     let rc = unsafe { libc::prlimit(s.pid() as libc::pid_t, libc::RLIMIT_NOFILE, &lim, std::ptr::null_mut()) };
     assert_eq!(rc, 0, "prlimit: {}", std::io::Error::last_os_error());

@@ -460,6 +460,24 @@ impl Planner {
         Ok(())
     }
 
+    /// Settle the expired leases of one partition (every group's), as [`Planner::expire_leases`]
+    /// does for a whole queue.
+    pub fn expire_partition_leases(&mut self, part: PartId) -> Planned<()> {
+        let Some(p) = self.state.parts.get(&part) else { return Ok(()) };
+        let Some(opts) = self.state.queues.get(&p.queue).map(|q| q.options.clone()) else { return Ok(()) };
+        let now = self.ts;
+        let due: Vec<GroupId> = p
+            .cursors
+            .iter()
+            .filter(|(_, c)| c.lease.as_ref().is_some_and(|l| l.expires <= now))
+            .map(|(g, _)| *g)
+            .collect();
+        for group in due {
+            self.expire_if_due(part, group, &opts)?;
+        }
+        Ok(())
+    }
+
     /// An expired lease is settled as one failure per unsettled message before
     /// anyone else may lease the partition; past the retry limit, dead-letter.
     fn expire_if_due(&mut self, part: PartId, group: GroupId, opts: &QueueOptions) -> Planned<()> {

@@ -102,7 +102,9 @@ pub(crate) struct PlannerLoop {
     checkpointed_index: u64,
     checkpoint_busy: Arc<std::sync::atomic::AtomicBool>,
     /// (time, queue) at which long polls of the queue should look again: lease expiries, delayed messages.
-    lease_expiries: BinaryHeap<Reverse<(Micros, QueueId)>>,
+    /// When to look again: a lease's expiry (with its partition) or a delayed message's
+    /// due time (no partition: only the queue's waiters are woken).
+    lease_expiries: BinaryHeap<Reverse<(Micros, QueueId, Option<PartId>)>>,
     frame_entries: Vec<Entry>,
     frame_replies: Vec<Reply>,
     /// `approx_bytes` of `frame_entries`.
@@ -261,7 +263,7 @@ impl PlannerLoop {
     /// its answer waits for that frame; no entry means it waits for what came before.
     fn settle(&mut self, reply: Reply) {
         for (t, q) in self.p.wakeups.drain(..) {
-            self.lease_expiries.push(Reverse((t, q)));
+            self.lease_expiries.push(Reverse((t, q, None)));
         }
         match self.p.finish() {
             Ok(Some(e)) => {
@@ -310,7 +312,7 @@ impl PlannerLoop {
                 if let Ok(Some(r)) = &res {
                     self.shared.counters.popped.fetch_add(r.messages.len() as u64, Ordering::Relaxed);
                     if let (Some(_), Some(q)) = (r.lease, self.p.state.queue_ids.get(&r.queue)) {
-                        self.lease_expiries.push(Reverse((r.lease_expires, *q)));
+                        self.lease_expiries.push(Reverse((r.lease_expires, *q, Some(r.part))));
                     }
                 }
                 self.settle(deferred(reply, res));
@@ -325,7 +327,7 @@ impl PlannerLoop {
                 let res = self.p.step(|p| p.extend(lease, secs));
                 if let (Ok(exp), Some((part, _))) = (&res, self.p.state.leases.get(&lease)) {
                     if let Some(p) = self.p.state.parts.get(part) {
-                        self.lease_expiries.push(Reverse((*exp, p.queue)));
+                        self.lease_expiries.push(Reverse((*exp, p.queue, Some(*part))));
                     }
                 }
                 self.settle(deferred(reply, res));
@@ -419,9 +421,9 @@ impl PlannerLoop {
         }
         let now = wall_micros();
         let mut due = Vec::new();
-        while self.lease_expiries.peek().is_some_and(|Reverse((t, _))| *t <= now) {
-            let Reverse((_, q)) = self.lease_expiries.pop().expect("peeked");
-            due.push(q);
+        while self.lease_expiries.peek().is_some_and(|Reverse((t, _, _))| *t <= now) {
+            let Reverse((_, q, part)) = self.lease_expiries.pop().expect("peeked");
+            due.push((q, part));
         }
         if self.failed().is_some() {
             return;
@@ -429,10 +431,18 @@ impl PlannerLoop {
         self.p.begin(now);
         due.sort_unstable();
         due.dedup();
-        for q in due {
-            if let Err(e) = self.p.expire_leases(q) {
-                tracing::error!(error = %e, "expiring leases failed");
+        // Only the partitions whose lease is due: looking at every partition of the queue
+        // cost each tick O(partitions) (issue 18: 100,000 partitions).
+        for (_, part) in &due {
+            if let Some(part) = part {
+                if let Err(e) = self.p.expire_partition_leases(*part) {
+                    tracing::error!(error = %e, "expiring leases failed");
+                }
             }
+        }
+        let mut queues: Vec<QueueId> = due.iter().map(|(q, _)| *q).collect();
+        queues.dedup();
+        for q in queues {
             if let Some(queue) = self.p.state.queues.get(&q) {
                 self.shared.wake_all(&queue.name);
             }
@@ -568,11 +578,13 @@ fn spawn_writeback() -> std::sync::mpsc::Sender<Vec<Arc<std::fs::File>>> {
 
 /// Leases restored from disk: long polls must wake when they expire, as for
 /// leases granted by this process.
-fn restored_leases(state: &crate::state::State) -> BinaryHeap<Reverse<(Micros, QueueId)>> {
+fn restored_leases(state: &crate::state::State) -> BinaryHeap<Reverse<(Micros, QueueId, Option<PartId>)>> {
     state
         .parts
         .values()
-        .flat_map(|p| p.cursors.values().filter_map(move |c| c.lease.as_ref().map(|l| Reverse((l.expires, p.queue)))))
+        .flat_map(|p| {
+            p.cursors.values().filter_map(move |c| c.lease.as_ref().map(|l| Reverse((l.expires, p.queue, Some(p.id)))))
+        })
         .collect()
 }
 

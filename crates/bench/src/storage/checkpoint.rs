@@ -7,8 +7,10 @@
 //! "Written by a checkpoint" is counted as the whole size of every file of
 //! the data directory, other than WAL segments (`wal/`) and partition segments
 //! (`*.seg`, `.spare/`), that is new or changed (length, mtime or inode) since
-//! the previous checkpoint: exact for files rewritten whole (today's
-//! `checkpoint.bin`, renamed over), an upper bound for files changed in place.
+//! the previous checkpoint: exact for files rewritten whole (`checkpoint.bin`,
+//! renamed over); for a file that is the same inode and only grew, its growth
+//! (the `.idx`/`.txid` index files are only appended to, D29); an upper bound
+//! for any other change in place.
 //! Beside it the process's own write_bytes (/proc/<pid>/io) per interval, the
 //! WAL's bytes (`baton_wal_bytes_total`) and the partition segments' growth, so a
 //! checkpoint that writes elsewhere still shows. The server runs with
@@ -141,9 +143,18 @@ async fn sample(node: &Node, stop: Arc<AtomicBool>, t0: Instant) -> Result<Vec<C
         let files = state_files(&dir);
         let (mut written, mut changed) = (0, 0);
         for (p, v) in &files {
-            if base.files.get(p) != Some(v) {
-                written += v.0;
-                changed += 1;
+            match base.files.get(p) {
+                Some(old) if old == v => {}
+                // The same file, only longer: appended to (the `.idx`/`.txid` index files
+                // beside each segment, D29, are only ever appended at their end).
+                Some(old) if old.3 == v.3 && v.0 >= old.0 => {
+                    written += v.0 - old.0;
+                    changed += 1;
+                }
+                _ => {
+                    written += v.0;
+                    changed += 1;
+                }
             }
         }
         let (io, wal, seg) = (io_write_bytes(pid)?, read(&m, "baton_wal_bytes_total").unwrap_or(0), seg_bytes(&dir));
