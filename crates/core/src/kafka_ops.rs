@@ -178,7 +178,7 @@ impl Planner {
             if let Some((producer, epoch, first_seq, last_seq)) = seq {
                 self.emit_pub(Effect::ProducerSeq { part, producer, epoch, first_seq, last_seq, base_offset: base })?;
             }
-            self.pushed_queues.insert(self.state.parts[&part].queue);
+            self.pushed_queues.entry(self.state.parts[&part].queue).or_default().insert(part);
             first_base.get_or_insert(base);
         }
         // Producer state is swept when a producer enters the partition, the

@@ -20,14 +20,17 @@ use crate::entry::{Effect, Entry};
 use crate::limits::Limits;
 use crate::model::*;
 use crate::state::{ApplyError, State};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 pub struct Planner {
     pub state: State,
     ts: Micros,
     effects: Vec<Effect>,
     /// Queues that got new messages in the entries planned since the last take.
-    pub pushed_queues: HashSet<QueueId>,
+    /// Partitions appended to since the last frame, by queue (a queue with none: a lease was
+    /// released there). The runner marks only these durable with the frame: looking at every
+    /// partition of the queue cost each frame O(partitions) (issue 18).
+    pub pushed_queues: HashMap<QueueId, HashSet<PartId>>,
     /// (time, queue): long polls of the queue should look again then (a delayed message comes due).
     pub wakeups: Vec<(Micros, QueueId)>,
     pub limits: Limits,
@@ -51,7 +54,7 @@ impl Planner {
             state,
             ts: 0,
             effects: Vec::new(),
-            pushed_queues: HashSet::new(),
+            pushed_queues: HashMap::new(),
             wakeups: Vec::new(),
             limits,
             broken: None,
@@ -319,7 +322,7 @@ impl Planner {
         if let Err(e) = self.emit(Effect::Append { part, count: kept as u32, txids, dedup, batch: batch.into() }) {
             return fail(&g, e);
         }
-        self.pushed_queues.insert(q);
+        self.pushed_queues.entry(q).or_default().insert(part);
         results
     }
 
@@ -583,7 +586,7 @@ impl Planner {
         // A released lease opens the partition to the group's other consumers: wake their long polls.
         let p = &self.state.parts[&it.part];
         if p.cursors.get(&group).is_none_or(|c| c.lease.is_none()) {
-            self.pushed_queues.insert(p.queue);
+            self.pushed_queues.entry(p.queue).or_default();
         }
         Ok(())
     }

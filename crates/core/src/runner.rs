@@ -205,11 +205,10 @@ impl PlannerLoop {
         if !self.frame_entries.is_empty() {
             let mut marks = Vec::new();
             let mut woken = Vec::new();
-            for q in self.p.pushed_queues.drain() {
+            for (q, pushed) in self.p.pushed_queues.drain() {
                 if let Some(queue) = self.p.state.queues.get(&q) {
                     let before = marks.len();
-                    for pid in &queue.parts {
-                        let part = &self.p.state.parts[pid];
+                    for part in pushed.iter().filter_map(|pid| self.p.state.parts.get(pid)) {
                         if part.durable_end() < part.end {
                             marks.push((part.durable.clone(), part.end));
                         }
