@@ -148,11 +148,7 @@ impl SegIndex {
                 .copied()
                 .ok_or_else(|| io::Error::other(format!("index record {i} past the end ({})", self.batches)));
         }
-        let at = i * REC;
-        let b = store.block(FileKey { kind: Kind::Idx, ..key }, at / BLOCK, &*idx()?)?;
-        let o = (at % BLOCK) as usize;
-        let bytes = b.get(o..o + REC as usize).ok_or_else(|| short(key, Kind::Idx, at))?;
-        Ok(BatchRec::decode(bytes))
+        read_record(store, key, Kind::Idx, i * REC, REC, &*idx()?, BatchRec::decode)
     }
 
     /// The `.txid` record of message `j` (0-based within the segment).
@@ -170,17 +166,30 @@ impl SegIndex {
                 .copied()
                 .ok_or_else(|| io::Error::other(format!("transaction-id hash {j} past the end ({})", self.msgs)));
         }
-        let at = j * TXID;
-        let b = store.block(FileKey { kind: Kind::Txid, ..key }, at / BLOCK, &*txid()?)?;
-        let o = (at % BLOCK) as usize;
-        let bytes = b.get(o..o + TXID as usize).ok_or_else(|| short(key, Kind::Txid, at))?;
-        Ok(decode_txid(bytes))
+        read_record(store, key, Kind::Txid, j * TXID, TXID, &*txid()?, decode_txid)
     }
 
     /// The unflushed hashes, newest last (for scans that must not go through the cache).
     pub fn tail_txids(&self) -> &[TxKey] {
         &self.tail_txids
     }
+}
+
+/// One fixed-size record at byte `at` of a segment's `kind` file, through the block cache
+/// (records never straddle a block: 4096 is a multiple of both sizes).
+fn read_record<T>(
+    store: &Store,
+    key: FileKey,
+    kind: Kind,
+    at: u64,
+    len: u64,
+    file: &File,
+    decode: impl FnOnce(&[u8]) -> T,
+) -> io::Result<T> {
+    let b = store.block(FileKey { kind, ..key }, at / BLOCK, file)?;
+    let o = (at % BLOCK) as usize;
+    let bytes = b.get(o..o + len as usize).ok_or_else(|| short(key, kind, at))?;
+    Ok(decode(bytes))
 }
 
 pub fn decode_txid(b: &[u8]) -> TxKey {
