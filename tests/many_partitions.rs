@@ -83,3 +83,41 @@ async fn seven_hundred_partitions_under_three_hundred_file_descriptors() {
     assert_eq!(all, (0..PARTS as u64).collect::<Vec<_>>(), "every message once");
     api.pop_none("many", "batch=10").await;
 }
+
+/// With the default --max-open-files (4,096) under a limit of 200 descriptors, the
+/// partition files used to fill every descriptor (shrinking only on EMFILE), so a
+/// new connection's accept failed and it was never answered. The budget is now
+/// lowered to fit half the limit, and 40 connections opened at once while the
+/// files are at their budget are all answered.
+#[tokio::test]
+async fn partition_files_leave_descriptors_for_connections() {
+    use std::io::{Read, Write};
+    let s = Server::start_with_nofile(&[], 200);
+    let api = Api { s, c: client() };
+    push_all(&api).await;
+    let got = drain(&api, 100).await;
+    assert_eq!(got.len(), 100);
+    let budget = api.metric("baton_partition_files_budget").await;
+    assert!(budget >= 8.0 && budget <= ((200 - 64) / 2) as f64, "budget {budget}");
+    assert!(api.metric("baton_partition_files_open").await <= budget);
+    let addr = api.s.url("/").trim_start_matches("http://").trim_end_matches('/').to_string();
+    let mut conns: Vec<std::net::TcpStream> = (0..40)
+        .map(|_| {
+            let t = std::net::TcpStream::connect(&addr).expect("connect");
+            t.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+            t
+        })
+        .collect();
+    for t in &mut conns {
+        t.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    }
+    for (i, t) in conns.iter_mut().enumerate() {
+        let mut buf = [0u8; 64];
+        let n = t.read(&mut buf).unwrap_or_else(|e| panic!("connection {i} not answered: {e}"));
+        let head = String::from_utf8_lossy(&buf[..n]).to_string();
+        assert!(head.starts_with("HTTP/1.1 200"), "connection {i}: {head}");
+    }
+    drop(conns);
+    assert_eq!(api.metric("baton_http_accept_errors_total").await, 0.0);
+    assert_eq!(api.metric("baton_partition_file_open_failures_total").await, 0.0);
+}

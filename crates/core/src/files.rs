@@ -98,6 +98,29 @@ impl Default for Store {
 }
 
 pub const DEFAULT_MAX_OPEN: usize = 4096;
+
+/// Descriptors kept out of the partition files' share for the log, the checkpoint, the
+/// listeners and the first connections.
+pub const FD_RESERVE: u64 = 64;
+
+/// The partition-file budget a node may use under a descriptor limit of `fd_limit`: the
+/// set (`max_open`) plus the provisioner's spares and the taken files still pinned (each up
+/// to `pool_for(max_open)`) fit in half of what is left after [`FD_RESERVE`]; the other
+/// half is for connections. Without this the set relies on `EMFILE` to shrink, and the
+/// `EMFILE` may hit an accept, a spare or the log instead of the open that caused it.
+pub fn budget_for_fd_limit(max_open: usize, fd_limit: u64) -> usize {
+    let share = usize::try_from(fd_limit.saturating_sub(FD_RESERVE) / 2).unwrap_or(usize::MAX);
+    let fits = |m: usize| m.saturating_add(2 * crate::provision::pool_for(m)) <= share;
+    if fits(max_open) {
+        return max_open;
+    }
+    // pool_for(m) ≤ m/16 + 6, so m = (share - 12) * 8/9 fits; step up to the largest that does.
+    let mut m = share.saturating_sub(12) / 9 * 8;
+    while m < max_open && fits(m + 1) {
+        m += 1;
+    }
+    m.max(8)
+}
 pub const DEFAULT_INDEX_CACHE_BYTES: u64 = 64 << 20;
 
 impl Store {
@@ -234,6 +257,23 @@ fn out_of_fds(e: &io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_budget_fits_half_the_descriptor_limit_with_spares_and_pins() {
+        use crate::provision::pool_for;
+        // A generous limit leaves the setting alone.
+        assert_eq!(budget_for_fd_limit(4096, 1 << 20), 4096);
+        for limit in [100u64, 200, 1024, 4096, 9000, 20_000] {
+            let m = budget_for_fd_limit(4096, limit);
+            let share = (limit - FD_RESERVE) as usize / 2;
+            assert!(m >= 8 && m <= 4096, "{limit}: {m}");
+            if share >= 8 + 2 * pool_for(8) {
+                assert!(m + 2 * pool_for(m) <= share, "{limit}: {m} does not fit {share}");
+                let next = m + 1;
+                assert!(m == 4096 || next + 2 * pool_for(next) > share, "{limit}: {m} is not the largest");
+            }
+        }
+    }
 
     #[test]
     fn the_set_stays_within_its_budget_and_reopens_what_it_evicted() {

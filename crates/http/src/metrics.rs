@@ -105,6 +105,11 @@ pub async fn prometheus(State(app): State<App>) -> Response {
         "# HELP baton_partition_files_open Partition files open now (at most --max-open-files, beyond pinned ones).\n# TYPE baton_partition_files_open gauge\nbaton_partition_files_open {}",
         f.open_files()
     );
+    let _ = writeln!(
+        out,
+        "# HELP baton_partition_files_budget Partition files kept open at most: --max-open-files, lowered to fit the descriptor limit.\n# TYPE baton_partition_files_budget gauge\nbaton_partition_files_budget {}",
+        f.max_open()
+    );
     counter(&mut out, "baton_partition_file_opens_total", "Partition files opened.", f.stats.opens.load(Relaxed));
     counter(
         &mut out,

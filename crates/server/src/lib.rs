@@ -181,13 +181,14 @@ pub struct ServeArgs {
 
 /// Raises the soft limit on open files to the hard one, as a server expects to: the default
 /// soft limit (often 1,024) is far below what the connection caps allow (issue 12 item 11),
-/// and running out of descriptors fails accepts and partition files alike.
-fn raise_fd_limit() {
+/// and running out of descriptors fails accepts and partition files alike. Returns the
+/// soft limit now in force (`None` if it cannot be read).
+fn raise_fd_limit() -> Option<u64> {
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit and setrlimit only read and write the struct passed.
     unsafe {
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return;
+            return None;
         }
         if lim.rlim_cur < lim.rlim_max {
             let want = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
@@ -197,6 +198,7 @@ fn raise_fd_limit() {
         }
     }
     tracing::info!(open_files = lim.rlim_cur, "file descriptor limit");
+    Some(lim.rlim_cur)
 }
 
 /// Run one node until SIGTERM or SIGINT; then finish the group commit in flight, checkpoint, return.
@@ -205,7 +207,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         .with_env_filter(tracing_subscriber::EnvFilter::new(&a.log))
         .with_writer(std::io::stderr)
         .init();
-    raise_fd_limit();
+    let fd_limit = raise_fd_limit();
     let mut cfg = baton_core::EngineConfig::new(a.data_dir.clone());
     cfg.checkpoint_interval = Duration::from_secs(a.checkpoint_interval_secs.max(1));
     cfg.wal_segment_bytes = a.wal_segment_mb.max(1) << 20;
@@ -213,7 +215,21 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     cfg.wal_recycle = a.wal_recycle_segments;
     cfg.wal_truncate_damaged_tail = a.wal_truncate_damaged_tail;
     cfg.partition_segment_bytes = a.partition_segment_mb.max(1) << 20;
-    cfg.max_open_files = a.max_open_files;
+    cfg.max_open_files = match fd_limit {
+        Some(limit) => {
+            let budget = baton_core::files::budget_for_fd_limit(a.max_open_files, limit);
+            if budget < a.max_open_files {
+                tracing::warn!(
+                    max_open_files = a.max_open_files,
+                    fd_limit = limit,
+                    budget,
+                    "--max-open-files lowered to fit the file descriptor limit"
+                );
+            }
+            budget
+        }
+        None => a.max_open_files,
+    };
     cfg.index_cache_bytes = a.index_cache_mb.max(1) << 20;
     cfg.limits = baton_core::limits::Limits {
         max_frame_bytes: a.max_frame_mb.saturating_mul(1 << 20),
