@@ -69,6 +69,9 @@ async fn seven_hundred_partitions_under_three_hundred_file_descriptors() {
     }
     assert!(api.metric("baton_checkpoints_total").await > before, "no checkpoint was written");
     assert_eq!(api.metric("baton_checkpoint_failures_total").await, 0.0);
+    // 2,100 files to sync: through their filesystem at once (D31), and the restart
+    // below finds every message.
+    assert!(api.metric("baton_checkpoint_syncfs_total").await >= 1.0);
     let mut api = api;
     assert!(api.s.terminate().success());
     api.s.restart();

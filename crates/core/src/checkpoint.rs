@@ -40,6 +40,7 @@ pub struct Snapshot {
     work: Unsynced,
     unsynced: Arc<Mutex<Unsynced>>,
     provisioner: Option<Arc<Provisioner>>,
+    fs_sync: Option<Arc<File>>,
 }
 
 /// What a checkpoint must still make durable or delete: files to sync, directories to sync,
@@ -85,19 +86,30 @@ impl Snapshot {
     /// index files. Fails (changing nothing a retry needs) when a tail cannot be written.
     pub fn take(state: &mut State) -> Result<Snapshot, CheckpointError> {
         let prov = state.storage.provisioner.clone();
-        for p in state.parts.values_mut() {
+        // Only the partitions changed since the last checkpoint (D31): the others' marks are
+        // what that one recorded, and a pass over every partition paused the planner.
+        let store = state.storage.store.clone();
+        let waiting = &store.waiting.checkpoint;
+        let ids = std::mem::take(&mut *waiting.lock());
+        for id in &ids {
+            let Some(p) = state.parts.get_mut(id) else { continue };
             if let Some(f) = p.files.as_mut() {
-                f.release_pins(prov.as_deref());
-                f.flush_index().map_err(|e| CheckpointError::Retry(format!("write partition {} index: {e}", p.id)))?;
+                if let Err(e) = f.flush_index() {
+                    // Still listed (their flags are set): the next checkpoint does them again.
+                    waiting.lock().extend_from_slice(&ids);
+                    return Err(CheckpointError::Retry(format!("write partition {id} index: {e}")));
+                }
             }
         }
         crate::failpoint::hit("checkpoint.index_flushed");
         let mut work = std::mem::take(&mut *state.storage.unsynced.lock());
-        for p in state.parts.values_mut() {
+        for id in &ids {
+            let Some(p) = state.parts.get_mut(id) else { continue };
             if let Some(f) = p.files.as_mut() {
-                p.marks = f.marks();
-                work.files.extend(f.take_dirty());
-                work.dirs.extend(f.take_dirty_dir());
+                let (marks, files, dir) = f.checkpoint(prov.as_deref());
+                p.marks = marks;
+                work.files.extend(files);
+                work.dirs.extend(dir);
             }
         }
         if !work.dirs.is_empty() {
@@ -106,14 +118,16 @@ impl Snapshot {
         work.graveyard.append(&mut state.graveyard);
         let copy = Box::new(state.clone());
         let unsynced = state.storage.unsynced.clone();
-        Ok(Snapshot { index: state.applied_index, state: copy, work, unsynced, provisioner: prov })
+        let fs_sync = state.storage.fs_sync.clone();
+        Ok(Snapshot { index: state.applied_index, state: copy, work, unsynced, provisioner: prov, fs_sync })
     }
 
-    /// Serialize (here, off the planner) and write the snapshot atomically.
-    pub fn write(mut self, dir: &Path) -> Result<(), CheckpointError> {
+    /// Serialize (here, off the planner) and write the snapshot atomically. `Ok(true)` when
+    /// the partition files were synced through their filesystem at once (D31).
+    pub fn write(mut self, dir: &Path) -> Result<bool, CheckpointError> {
         let work = std::mem::take(&mut self.work);
         match self.write_named(dir, &work) {
-            Ok(()) => Ok(()),
+            Ok(syncfs) => Ok(syncfs),
             Err(e) => {
                 if matches!(e, CheckpointError::Retry(_)) {
                     self.unsynced.lock().absorb(work);
@@ -123,7 +137,7 @@ impl Snapshot {
         }
     }
 
-    fn write_named(&self, dir: &Path, work: &Unsynced) -> Result<(), CheckpointError> {
+    fn write_named(&self, dir: &Path, work: &Unsynced) -> Result<bool, CheckpointError> {
         use CheckpointError::{Fatal, Retry};
         // Every file this snapshot names must be under that name before it is opened by
         // name and before the directories are synced.
@@ -132,7 +146,19 @@ impl Snapshot {
             p.barrier().map_err(Retry)?;
         }
         let mut seen = std::collections::HashSet::new();
-        for path in work.files.iter().filter(|p| seen.insert(*p)) {
+        let files: Vec<&PathBuf> = work.files.iter().filter(|p| seen.insert(*p)).collect();
+        let many = files.len() + work.dirs.len() > SYNCFS_FROM;
+        if let Some(d) = self.fs_sync.as_ref().filter(|_| many && cfg!(target_os = "linux")) {
+            // One flush of the filesystem instead of a journal commit per file: 15,000
+            // partitions written in an interval are 45,000 fsyncs, each in front of the
+            // WAL's fdatasync on the same disk, and a clean stop after 100,000 partitions
+            // synced 300,000 files by name for a minute (issue 18). Creates and renames are
+            // in it too. A writeback error anywhere on it since the last call fails it: Fatal.
+            sync_filesystem(d).map_err(|e| Fatal(format!("sync the partitions' filesystem: {e}")))?;
+            crate::failpoint::hit("checkpoint.files_synced");
+            return self.write_file(dir, work, true);
+        }
+        for path in files {
             let f = match File::open(path) {
                 Ok(f) => f,
                 // Retired and deleted by an earlier checkpoint after this one was asked for.
@@ -151,6 +177,13 @@ impl Snapshot {
             f.sync_all().map_err(|e| Fatal(format!("sync {}: {e}", d.display())))?;
         }
         crate::failpoint::hit("checkpoint.files_synced");
+        self.write_file(dir, work, false)
+    }
+
+    /// Write `checkpoint.bin` once the files it names are durable, then delete what it no
+    /// longer names. Returns `syncfs` (whether the files were synced all at once).
+    fn write_file(&self, dir: &Path, work: &Unsynced, syncfs: bool) -> Result<bool, CheckpointError> {
+        use CheckpointError::{Fatal, Retry};
         let tmp = dir.join("checkpoint.tmp");
         let f = File::create(&tmp).map_err(|e| Retry(format!("create {}: {e}", tmp.display())))?;
         write_streamed(&f, &self.state).map_err(Retry)?;
@@ -174,7 +207,29 @@ impl Snapshot {
                 Ok(()) => {}
             }
         }
+        Ok(syncfs)
+    }
+}
+
+/// Partition files (and directories) to sync beyond which a checkpoint syncs their whole
+/// filesystem at once (D31). Below it each is synced by name, so a small checkpoint does
+/// not wait for other writers' dirty data on a shared disk.
+pub const SYNCFS_FROM: usize = 512;
+
+fn sync_filesystem(d: &File) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a valid open descriptor; syncfs only reads it.
+        if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
         Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = d;
+        Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "syncfs is Linux only"))
     }
 }
 

@@ -83,6 +83,21 @@ pub struct Store {
     blocks: Mutex<LruCache<BlockKey, Arc<Vec<u8>>>>,
     pub stats: FileStats,
     max_open: usize,
+    /// Partitions with file work waiting (see [`Waiting`]).
+    pub waiting: Waiting,
+}
+
+/// Partitions with file work waiting, so the planner's periodic passes visit only those:
+/// a pass over every partition (the writeback sweep each second, the checkpoint's marks)
+/// was a pause of its own with 100,000 partitions (issue 18). A partition is listed once
+/// while its flag ([`crate::store::PartitionFiles`] keeps it) is set; only the pass that
+/// drains a list clears the flags of what it drained.
+#[derive(Debug, Default)]
+pub struct Waiting {
+    /// Appended to, or holding files not yet placed, since the last writeback sweep.
+    pub sweep: Mutex<Vec<u32>>,
+    /// Changed since the last checkpoint took its marks: written, or a segment made or retired.
+    pub checkpoint: Mutex<Vec<u32>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -134,6 +149,7 @@ impl Store {
             blocks: Mutex::new(LruCache::new(std::num::NonZeroUsize::new(blocks).expect("at least 16"))),
             stats: FileStats::default(),
             max_open,
+            waiting: Waiting::default(),
         }
     }
 

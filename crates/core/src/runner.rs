@@ -403,16 +403,12 @@ impl PlannerLoop {
         if self.last_writeback.elapsed() >= Duration::from_secs(1) {
             self.last_writeback = Instant::now();
             let prov = self.p.state.storage.provisioner.clone();
-            let files: Vec<_> = self
-                .p
-                .state
-                .parts
-                .values_mut()
-                .filter_map(|p| {
-                    let f = p.files.as_mut()?;
-                    f.release_pins(prov.as_deref());
-                    f.take_touched()
-                })
+            // Only the partitions listed since the last sweep (D31), not all of them.
+            let ids = std::mem::take(&mut *self.p.state.storage.store.waiting.sweep.lock());
+            let parts = &mut self.p.state.parts;
+            let files: Vec<_> = ids
+                .iter()
+                .filter_map(|id| parts.get_mut(id)?.files.as_mut()?.sweep(prov.as_deref()))
                 .collect();
             if !files.is_empty() {
                 let _ = self.writeback.send(files);
@@ -493,11 +489,9 @@ impl PlannerLoop {
         }
         let started = Instant::now();
         let snap = checkpoint::Snapshot::take(&mut self.p.state)?;
-        tracing::info!(
-            index = snap.index,
-            planner_us = started.elapsed().as_micros() as u64,
-            "checkpoint snapshot taken"
-        );
+        let pause_us = started.elapsed().as_micros() as u64;
+        self.shared.counters.checkpoint_pause_us.store(pause_us, Ordering::Relaxed);
+        tracing::info!(index = snap.index, planner_us = pause_us, "checkpoint snapshot taken");
         self.checkpointed_index = snap.index;
         let shared = self.shared.clone();
         let dir = self.cfg.data_dir.clone();
@@ -516,7 +510,9 @@ impl PlannerLoop {
                 std::thread::sleep(Duration::from_millis(1));
             }
             let index = snap.index;
-            snap.write(&dir)?;
+            if snap.write(&dir)? {
+                shared.counters.checkpoint_syncfs.fetch_add(1, Ordering::Relaxed);
+            }
             crate::failpoint::hit("checkpoint.written");
             wal.truncate_before(index + 1);
             crate::failpoint::hit("checkpoint.log_retired");

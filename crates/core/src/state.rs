@@ -269,6 +269,11 @@ pub struct StorageConfig {
     pub store: Arc<crate::files::Store>,
     /// What a failed checkpoint left for the next one.
     pub unsynced: Arc<parking_lot::Mutex<crate::checkpoint::Unsynced>>,
+    /// `<data>/partitions`, opened once at start: a checkpoint with many files to sync
+    /// syncs their filesystem through it instead (D31). Opened before the first write it
+    /// must answer for, so `syncfs` reports every writeback error since (Linux ≥ 5.8).
+    /// `None` during recovery and in tests: then every file is synced by name.
+    pub fs_sync: Option<Arc<std::fs::File>>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -79,6 +79,9 @@ pub struct PartitionFiles {
     dir_dirty: bool,
     /// Appended to since the last background writeback was started.
     touched: bool,
+    /// Listed in the store's [`crate::files::Waiting`] lists (each at most once).
+    in_sweep: bool,
+    in_checkpoint: bool,
 }
 
 /// Where a stored batch lives, for readers off the planner thread.
@@ -117,7 +120,17 @@ fn kind_no(k: Kind) -> usize {
 impl PartitionFiles {
     /// A partition with no segment yet; its directory is made with its first segment.
     pub fn create(part: u32, dir: PathBuf, segment_bytes: u64, store: Arc<Store>) -> PartitionFiles {
-        PartitionFiles { part, dir, segment_bytes, store, segments: Vec::new(), dir_dirty: false, touched: false }
+        PartitionFiles {
+            part,
+            dir,
+            segment_bytes,
+            store,
+            segments: Vec::new(),
+            dir_dirty: false,
+            touched: false,
+            in_sweep: false,
+            in_checkpoint: false,
+        }
     }
 
     /// Reopen after a crash to exactly the checkpointed marks: later bytes are rewritten
@@ -158,7 +171,7 @@ impl PartitionFiles {
                 pinned: None,
             });
         }
-        Ok(PartitionFiles { part, dir, segment_bytes, store, segments, dir_dirty: false, touched: false })
+        Ok(PartitionFiles { segments, ..Self::create(part, dir, segment_bytes, store) })
     }
 
     pub fn marks(&self) -> Vec<SegmentMark> {
@@ -237,8 +250,51 @@ impl PartitionFiles {
         seg.len += len;
         seg.index.push(BatchRec { base, ts, pos, len: len as u32, count: txids.len() as u32 }, txids);
         seg.dirty = true;
+        let seg_base = seg.base;
         self.touched = true;
-        Ok((seg.base, pos, file))
+        self.note_sweep();
+        self.note_checkpoint();
+        Ok((seg_base, pos, file))
+    }
+
+    /// List this partition for the next writeback sweep (once).
+    fn note_sweep(&mut self) {
+        if !self.in_sweep {
+            self.in_sweep = true;
+            self.store.waiting.sweep.lock().push(self.part);
+        }
+    }
+
+    /// List this partition for the next checkpoint (once).
+    fn note_checkpoint(&mut self) {
+        if !self.in_checkpoint {
+            self.in_checkpoint = true;
+            self.store.waiting.checkpoint.lock().push(self.part);
+        }
+    }
+
+    /// The writeback sweep's visit (each second, only partitions listed for it): let go of
+    /// placed files, and the active segment to start writeback of if appended to. Stays
+    /// listed while it still holds files not yet placed.
+    pub fn sweep(&mut self, provisioner: Option<&Provisioner>) -> Option<Arc<File>> {
+        self.in_sweep = false;
+        self.release_pins(provisioner);
+        let f = self.take_touched();
+        if self.segments.iter().any(|s| s.pinned.is_some()) {
+            self.note_sweep();
+        }
+        f
+    }
+
+    /// A checkpoint's visit (only partitions listed for it, after [`Self::flush_index`]):
+    /// the marks, the files to sync, and the directory if a file was made in it.
+    pub fn checkpoint(&mut self, provisioner: Option<&Provisioner>) -> (Vec<SegmentMark>, Vec<PathBuf>, Option<PathBuf>) {
+        self.in_checkpoint = false;
+        self.release_pins(provisioner);
+        if self.segments.iter().any(|s| s.pinned.is_some()) {
+            self.note_sweep();
+        }
+        (self.marks(), self.take_dirty(), self.take_dirty_dir())
     }
 
     /// Open a new segment at `base`: spares from the provisioner when it has them (no system
@@ -302,8 +358,13 @@ impl PartitionFiles {
             }
             None
         };
+        let has_pins = pinned.is_some();
         self.segments.push(Segment { base, len: 0, index: SegIndex::default(), dirty: true, pinned });
         self.dir_dirty = true;
+        self.note_checkpoint();
+        if has_pins {
+            self.note_sweep();
+        }
         Ok(())
     }
 
@@ -548,6 +609,9 @@ impl PartitionFiles {
             self.store.forget(self.part, s.base);
             out.extend(Kind::ALL.map(|k| file_path(&self.dir, s.base, k)));
         }
+        if !out.is_empty() {
+            self.note_checkpoint();
+        }
         out
     }
 
@@ -556,6 +620,7 @@ impl PartitionFiles {
         for s in std::mem::take(&mut self.segments) {
             self.store.forget(self.part, s.base);
         }
+        self.note_checkpoint();
         self.dir.clone()
     }
 }

@@ -104,3 +104,38 @@ fn provisioned_segments_are_readable_at_once_and_named_after_the_barrier() {
     let found = r.find(1).unwrap().unwrap();
     assert_eq!(r.span(found.seg, &found.rec).unwrap().read().unwrap(), b"xyz");
 }
+
+/// The periodic passes visit only partitions with work (D31): a partition is listed once
+/// per pass however often it is written, a retirement without a write (retention) lists
+/// it for the checkpoint, and a pass takes the marks, files and directory it must.
+#[test]
+fn partitions_are_listed_once_for_each_pass_that_has_work_for_them() {
+    let d = tempfile::tempdir().unwrap();
+    let st = store();
+    let mut parts: Vec<PartitionFiles> =
+        (0..100).map(|i| PartitionFiles::create(i, d.path().join(i.to_string()), 10, st.clone())).collect();
+    let drain = |l: &parking_lot::Mutex<Vec<u32>>| std::mem::take(&mut *l.lock());
+    assert!(drain(&st.waiting.sweep).is_empty() && drain(&st.waiting.checkpoint).is_empty());
+    for (i, body) in [&b"0123456789ab"[..], b"xy", b"z"].into_iter().enumerate() {
+        parts[7].append(i as u64, i as u64, &[[i as u64, 0]], body, None).unwrap();
+    }
+    parts[9].append(0, 0, &[[1, 0]], b"a", None).unwrap();
+    assert_eq!(drain(&st.waiting.sweep), vec![7, 9]);
+    assert_eq!(drain(&st.waiting.checkpoint), vec![7, 9]);
+    parts[7].flush_index().unwrap();
+    let (marks, files, dir) = parts[7].checkpoint(None);
+    assert_eq!(marks, parts[7].marks());
+    assert_eq!((marks.len(), marks[1].batches, marks[1].msgs), (2, 2, 2));
+    assert_eq!(files.len(), 6, "both segments' three files");
+    assert_eq!(dir, Some(d.path().join("7")));
+    assert!(parts[7].sweep(None).is_some(), "appended since the last sweep: its writeback");
+    assert!(parts[7].sweep(None).is_none());
+    assert!(drain(&st.waiting.sweep).is_empty(), "nothing pinned: not listed again");
+    assert_eq!(parts[7].retire_below(1).len(), 3);
+    assert_eq!(drain(&st.waiting.checkpoint), vec![7], "a retirement changes the marks");
+    let (marks, files, _) = parts[7].checkpoint(None);
+    assert_eq!((marks.len(), marks[0].base, files.len()), (1, 1, 0));
+    parts[7].append(3, 3, &[[3, 0]], b"w", None).unwrap();
+    parts[7].append(4, 4, &[[4, 0]], b"v", None).unwrap();
+    assert_eq!(drain(&st.waiting.checkpoint), vec![7], "listed once for two writes");
+}

@@ -99,6 +99,17 @@ pub async fn prometheus(State(app): State<App>) -> Response {
         "Bytes of checkpoint files written.",
         c.checkpoint_bytes.load(Relaxed),
     );
+    counter(
+        &mut out,
+        "baton_checkpoint_syncfs_total",
+        "Checkpoints that synced the partition files' filesystem at once (more than 512 files to sync).",
+        c.checkpoint_syncfs.load(Relaxed),
+    );
+    let _ = writeln!(
+        out,
+        "# HELP baton_checkpoint_pause_seconds The planner's pause for the last checkpoint's copy of the state.\n# TYPE baton_checkpoint_pause_seconds gauge\nbaton_checkpoint_pause_seconds {:.6}",
+        c.checkpoint_pause_us.load(Relaxed) as f64 / 1e6
+    );
     let f = app.engine.files();
     let _ = writeln!(
         out,
