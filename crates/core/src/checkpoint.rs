@@ -19,7 +19,7 @@ use crate::files::{file_path, Kind};
 use crate::index::{REC, TXID};
 use crate::provision::Provisioner;
 use crate::state::{State, StorageConfig};
-use crate::store::PartitionFiles;
+use crate::store::{PartitionFiles, TailWrite};
 use baton_log::{recover as wal_recover, WalConfig, WalError};
 use parking_lot::Mutex;
 use std::fs::{self, File};
@@ -41,6 +41,7 @@ pub struct Snapshot {
     unsynced: Arc<Mutex<Unsynced>>,
     provisioner: Option<Arc<Provisioner>>,
     fs_sync: Option<Arc<File>>,
+    store: Arc<crate::files::Store>,
 }
 
 /// What a checkpoint must still make durable or delete: files to sync, directories to sync,
@@ -49,6 +50,8 @@ pub struct Snapshot {
 /// next one does it, instead of latching the node (issue 12 item 11).
 #[derive(Debug, Default)]
 pub struct Unsynced {
+    /// Index records the marks count that the files may not hold yet (D31).
+    pub tails: Vec<TailWrite>,
     pub files: Vec<PathBuf>,
     pub dirs: Vec<PathBuf>,
     pub graveyard: Vec<PathBuf>,
@@ -56,6 +59,7 @@ pub struct Unsynced {
 
 impl Unsynced {
     fn absorb(&mut self, other: Unsynced) {
+        self.tails.extend(other.tails);
         self.files.extend(other.files);
         self.dirs.extend(other.dirs);
         self.graveyard.extend(other.graveyard);
@@ -88,28 +92,21 @@ impl Snapshot {
         let prov = state.storage.provisioner.clone();
         // Only the partitions changed since the last checkpoint (D31): the others' marks are
         // what that one recorded, and a pass over every partition paused the planner.
-        let store = state.storage.store.clone();
-        let waiting = &store.waiting.checkpoint;
-        let ids = std::mem::take(&mut *waiting.lock());
-        for id in &ids {
-            let Some(p) = state.parts.get_mut(id) else { continue };
-            if let Some(f) = p.files.as_mut() {
-                if let Err(e) = f.flush_index() {
-                    // Still listed (their flags are set): the next checkpoint does them again.
-                    waiting.lock().extend_from_slice(&ids);
-                    return Err(CheckpointError::Retry(format!("write partition {id} index: {e}")));
-                }
-            }
-        }
-        crate::failpoint::hit("checkpoint.index_flushed");
+        // Only the partitions changed since the last checkpoint (D31): the others' marks are
+        // what that one recorded, and a pass over every partition paused the planner. No
+        // index record is written here: the checkpoint's thread writes them (cold files
+        // opened by the thousand were a pause of a second and more at 100,000 partitions).
+        state.confirm_index_writes();
+        let ids = std::mem::take(&mut *state.storage.store.waiting.checkpoint.lock());
         let mut work = std::mem::take(&mut *state.storage.unsynced.lock());
         for id in &ids {
             let Some(p) = state.parts.get_mut(id) else { continue };
             if let Some(f) = p.files.as_mut() {
-                let (marks, files, dir) = f.checkpoint(prov.as_deref());
-                p.marks = marks;
-                work.files.extend(files);
-                work.dirs.extend(dir);
+                let part = f.checkpoint(prov.as_deref());
+                p.marks = part.marks;
+                work.tails.extend(part.tails);
+                work.files.extend(part.files);
+                work.dirs.extend(part.dir);
             }
         }
         if !work.dirs.is_empty() {
@@ -119,7 +116,8 @@ impl Snapshot {
         let copy = Box::new(state.clone());
         let unsynced = state.storage.unsynced.clone();
         let fs_sync = state.storage.fs_sync.clone();
-        Ok(Snapshot { index: state.applied_index, state: copy, work, unsynced, provisioner: prov, fs_sync })
+        let store = state.storage.store.clone();
+        Ok(Snapshot { index: state.applied_index, state: copy, work, unsynced, provisioner: prov, fs_sync, store })
     }
 
     /// Serialize (here, off the planner) and write the snapshot atomically. `Ok(true)` when
@@ -145,6 +143,15 @@ impl Snapshot {
         if let Some(p) = &self.provisioner {
             p.barrier().map_err(Retry)?;
         }
+        // The index records the marks count, before their files are synced.
+        for t in &work.tails {
+            match t.write(&self.store) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && work.graveyard_covers(&t.path()) => {}
+                Err(e) => return Err(Retry(format!("write the index of {}: {e}", t.path().display()))),
+            }
+        }
+        crate::failpoint::hit("checkpoint.index_flushed");
         let mut seen = std::collections::HashSet::new();
         let files: Vec<&PathBuf> = work.files.iter().filter(|p| seen.insert(*p)).collect();
         let many = files.len() + work.dirs.len() > SYNCFS_FROM;

@@ -86,8 +86,9 @@ pub struct Counters {
     pub checkpoint_bytes: AtomicU64,
     /// Checkpoints that synced their partition files' filesystem at once (D31).
     pub checkpoint_syncfs: AtomicU64,
-    /// Microseconds the planner spent on the last checkpoint's copy of the state.
+    /// Microseconds the planner spent on the last checkpoint's copy of the state, and the most.
     pub checkpoint_pause_us: AtomicU64,
+    pub checkpoint_pause_max_us: AtomicU64,
     /// Transactions committed (POST /api/v1/transaction answered success).
     pub txns: AtomicU64,
     /// Requests the planner judged (reads included).
@@ -272,9 +273,8 @@ impl Engine {
         );
         state.storage.defer_writes = true;
         let parts_dir = cfg.data_dir.join("partitions");
-        state.storage.fs_sync = Some(Arc::new(
-            std::fs::File::open(&parts_dir).map_err(|e| format!("open {}: {e}", parts_dir.display()))?,
-        ));
+        state.storage.fs_sync =
+            Some(Arc::new(std::fs::File::open(&parts_dir).map_err(|e| format!("open {}: {e}", parts_dir.display()))?));
         let appender =
             crate::appender::Appender::start().map_err(|e| format!("start the partition appender thread: {e}"))?;
         let wal = WalWriter::start(wal_cfg, next_index).map_err(|e| e.to_string())?;

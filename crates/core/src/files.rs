@@ -98,6 +98,9 @@ pub struct Waiting {
     pub sweep: Mutex<Vec<u32>>,
     /// Changed since the last checkpoint took its marks: written, or a segment made or retired.
     pub checkpoint: Mutex<Vec<u32>>,
+    /// Index tails written off the planner: (partition, segment base, batches, messages)
+    /// the files now hold, for the planner to drop from its tails (D31).
+    pub confirmed: Mutex<Vec<(u32, u64, u64, u64)>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -248,6 +251,9 @@ impl Store {
             }
         }
         buf.truncate(got);
+        // A block at the end of a file is short (one batch's record is 32 bytes): it costs
+        // what it holds, not 4 KiB, so a cache full of idle partitions' blocks stays small.
+        buf.shrink_to_fit();
         let b = Arc::new(buf);
         self.blocks.lock().put((key, n), b.clone());
         Ok(b)

@@ -64,8 +64,26 @@ pub struct SegIndex {
     pub last_ts: Micros,
     pub idx_flushed: u64,
     pub txid_flushed: u64,
+    /// Counts already handed out in a [`TailBytes`] by the writeback sweep, so it does not
+    /// send the same records twice; a checkpoint sends from `*_flushed` regardless.
+    idx_sent: u64,
+    txid_sent: u64,
     tail: Vec<BatchRec>,
     tail_txids: Vec<TxKey>,
+}
+
+/// A segment's unwritten index records, encoded on the planner, for another thread to
+/// write (D31): the planner never waits on these writes, and keeps the records in its tail
+/// (lookups read them there) until [`SegIndex::confirm`] says the files hold them.
+#[derive(Debug, Clone)]
+pub struct TailBytes {
+    pub idx_at: u64,
+    pub idx: Vec<u8>,
+    pub txid_at: u64,
+    pub txid: Vec<u8>,
+    /// The segment's counts once both are written.
+    pub batches: u64,
+    pub msgs: u64,
 }
 
 impl SegIndex {
@@ -104,6 +122,61 @@ impl SegIndex {
         !self.tail.is_empty() || !self.tail_txids.is_empty()
     }
 
+    /// The records not yet in the files, from what the files are known to hold (`all`) or
+    /// from what was last handed out; `None` if there are none.
+    pub fn encode_tail(&mut self, all: bool) -> Option<TailBytes> {
+        let (b0, m0) = if all {
+            (self.idx_flushed, self.txid_flushed)
+        } else {
+            (self.idx_sent.max(self.idx_flushed), self.txid_sent.max(self.txid_flushed))
+        };
+        if b0 >= self.batches && m0 >= self.msgs {
+            return None;
+        }
+        let mut idx = Vec::with_capacity(((self.batches - b0) * REC) as usize);
+        for r in &self.tail[(b0 - self.idx_flushed) as usize..] {
+            r.encode(&mut idx);
+        }
+        let txid: Vec<u8> = self.tail_txids[(m0 - self.txid_flushed) as usize..]
+            .iter()
+            .flat_map(|h| [h[0].to_le_bytes(), h[1].to_le_bytes()])
+            .flatten()
+            .collect();
+        self.idx_sent = self.batches;
+        self.txid_sent = self.msgs;
+        Some(TailBytes { idx_at: b0 * REC, idx, txid_at: m0 * TXID, txid, batches: self.batches, msgs: self.msgs })
+    }
+
+    /// The files now hold the records up to these counts (a [`TailBytes`] was written):
+    /// drop them from the tail and the blocks they change from the cache. Called on the
+    /// planner, the only reader of index blocks, so no block read before the write can
+    /// be cached after this.
+    pub fn confirm(&mut self, store: &Store, key: FileKey, batches: u64, msgs: u64) {
+        if batches > self.idx_flushed {
+            let n = (batches - self.idx_flushed) as usize;
+            self.tail.drain(..n.min(self.tail.len()));
+            store.invalidate(FileKey { kind: Kind::Idx, ..key }, self.idx_flushed * REC / BLOCK, batches * REC / BLOCK);
+            self.idx_flushed = batches;
+        }
+        if msgs > self.txid_flushed {
+            let n = (msgs - self.txid_flushed) as usize;
+            self.tail_txids.drain(..n.min(self.tail_txids.len()));
+            store.invalidate(
+                FileKey { kind: Kind::Txid, ..key },
+                self.txid_flushed * TXID / BLOCK,
+                msgs * TXID / BLOCK,
+            );
+            self.txid_flushed = msgs;
+        }
+        // An idle partition keeps no tail memory.
+        if self.tail.is_empty() {
+            self.tail = Vec::new();
+        }
+        if self.tail_txids.is_empty() {
+            self.tail_txids = Vec::new();
+        }
+    }
+
     /// Write the tail to the two files; on failure nothing is marked flushed (a later
     /// flush writes the same bytes again at the same place).
     pub fn flush(&mut self, store: &Store, key: FileKey, idx: &File, txid: &File) -> io::Result<()> {
@@ -127,6 +200,8 @@ impl SegIndex {
         }
         self.idx_flushed = self.batches;
         self.txid_flushed = self.msgs;
+        self.idx_sent = self.batches;
+        self.txid_sent = self.msgs;
         // An idle partition keeps no tail memory.
         self.tail = Vec::new();
         self.tail_txids = Vec::new();

@@ -98,7 +98,7 @@ pub(crate) struct PlannerLoop {
     last_checkpoint: Instant,
     last_writeback: Instant,
     /// Partition files whose writeback a background thread should start.
-    writeback: std::sync::mpsc::Sender<Vec<Arc<std::fs::File>>>,
+    writeback: std::sync::mpsc::Sender<Writeback>,
     checkpointed_index: u64,
     checkpoint_busy: Arc<std::sync::atomic::AtomicBool>,
     /// (time, queue) at which long polls of the queue should look again: lease expiries, delayed messages.
@@ -126,6 +126,7 @@ impl PlannerLoop {
         submitted: u64,
     ) -> Self {
         let lease_expiries = restored_leases(&p.state);
+        let writeback = spawn_writeback(p.state.storage.store.clone());
         PlannerLoop {
             checkpointed_index: p.state.applied_index,
             checkpoint_busy: Arc::new(std::sync::atomic::AtomicBool::new(false)),
@@ -137,7 +138,7 @@ impl PlannerLoop {
             submitted,
             last_checkpoint: Instant::now(),
             last_writeback: Instant::now(),
-            writeback: spawn_writeback(),
+            writeback,
             lease_expiries,
             frame_entries: Vec::new(),
             frame_replies: Vec::new(),
@@ -406,13 +407,18 @@ impl PlannerLoop {
             // Only the partitions listed since the last sweep (D31), not all of them.
             let ids = std::mem::take(&mut *self.p.state.storage.store.waiting.sweep.lock());
             let parts = &mut self.p.state.parts;
-            let files: Vec<_> = ids
-                .iter()
-                .filter_map(|id| parts.get_mut(id)?.files.as_mut()?.sweep(prov.as_deref()))
-                .collect();
-            if !files.is_empty() {
-                let _ = self.writeback.send(files);
+            let (mut files, mut tails) = (Vec::new(), Vec::new());
+            for id in &ids {
+                if let Some(f) = parts.get_mut(id).and_then(|p| p.files.as_mut()) {
+                    let (file, t) = f.sweep(prov.as_deref());
+                    files.extend(file);
+                    tails.extend(t);
+                }
             }
+            if !files.is_empty() || !tails.is_empty() {
+                let _ = self.writeback.send((files, tails));
+            }
+            self.p.state.confirm_index_writes();
         }
         let now = wall_micros();
         let mut due = Vec::new();
@@ -491,6 +497,7 @@ impl PlannerLoop {
         let snap = checkpoint::Snapshot::take(&mut self.p.state)?;
         let pause_us = started.elapsed().as_micros() as u64;
         self.shared.counters.checkpoint_pause_us.store(pause_us, Ordering::Relaxed);
+        self.shared.counters.checkpoint_pause_max_us.fetch_max(pause_us, Ordering::Relaxed);
         tracing::info!(index = snap.index, planner_us = pause_us, "checkpoint snapshot taken");
         self.checkpointed_index = snap.index;
         let shared = self.shared.clone();
@@ -554,12 +561,23 @@ fn checkpoint_failed(shared: &Shared, e: CheckpointError) {
 /// planner well under a millisecond.
 const KV_SWEEP_PER_TICK: usize = 10_000;
 
-/// The thread that starts writeback of partition files every second, off the planner.
-fn spawn_writeback() -> std::sync::mpsc::Sender<Vec<Arc<std::fs::File>>> {
-    let (tx, rx) = std::sync::mpsc::channel::<Vec<Arc<std::fs::File>>>();
+/// What the sweep hands the writeback thread each second: files to start writeback of,
+/// and index records to write (D31).
+type Writeback = (Vec<Arc<std::fs::File>>, Vec<crate::store::TailWrite>);
+
+/// The thread that writes the sweep's index records and starts writeback of partition
+/// files every second, off the planner. A record it fails to write stays in its tail on
+/// the planner, and the next checkpoint writes it.
+fn spawn_writeback(store: Arc<crate::files::Store>) -> std::sync::mpsc::Sender<Writeback> {
+    let (tx, rx) = std::sync::mpsc::channel::<Writeback>();
     let spawned = std::thread::Builder::new().name("baton-writeback".into()).spawn(move || {
         baton_log::priority::lower_this_thread();
-        for files in rx {
+        for (files, tails) in rx {
+            for t in tails {
+                if let Err(e) = t.write(&store) {
+                    tracing::debug!(path = %t.path().display(), error = %e, "index records left to the checkpoint");
+                }
+            }
             for f in files {
                 crate::store::start_writeback(&f);
             }

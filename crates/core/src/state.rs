@@ -328,6 +328,17 @@ impl State {
         State { next_lease: 1, storage, ..Default::default() }
     }
 
+    /// Drop from the partitions' index tails what other threads have written to the files
+    /// since (D31: the writeback sweep and checkpoints write index records off the planner).
+    pub fn confirm_index_writes(&mut self) {
+        let done = std::mem::take(&mut *self.storage.store.waiting.confirmed.lock());
+        for (part, base, batches, msgs) in done {
+            if let Some(f) = self.parts.get_mut(&part).and_then(|p| p.files.as_mut()) {
+                f.confirm(base, batches, msgs);
+            }
+        }
+    }
+
     /// [`txid_key`] under this node's key.
     pub fn txid_key(&self, s: &str) -> TxKey {
         txid_key(self.hash_key, s)

@@ -10,7 +10,7 @@
 //! node's [`Store`], which bounds how many are open.
 
 use crate::files::{file_path, FileKey, Kind, Store};
-use crate::index::{decode_txid, BatchRec, SegIndex, REC, TXID};
+use crate::index::{decode_txid, BatchRec, SegIndex, TailBytes, REC, TXID};
 use crate::model::{Micros, TxKey, DEDUP_FLAG};
 use crate::provision::Provisioner;
 use serde::{Deserialize, Serialize};
@@ -60,6 +60,46 @@ pub struct SegmentMark {
     pub last_ts: Micros,
 }
 
+/// One segment's index tail for another thread to write (D31): by path through the store,
+/// or by handle while the files are not under their names yet (D17).
+#[derive(Debug, Clone)]
+pub struct TailWrite {
+    part: u32,
+    base: u64,
+    dir: PathBuf,
+    /// `.idx` and `.txid` handles of a pinned segment.
+    pinned: [Option<Arc<File>>; 2],
+    bytes: TailBytes,
+}
+
+impl TailWrite {
+    /// Write both records and tell the planner the files hold them. A file that is gone
+    /// (its segment retired and deleted since) fails with `NotFound`.
+    pub fn write(&self, store: &Store) -> io::Result<()> {
+        let b = &self.bytes;
+        for (n, kind, at, bytes) in [(0, Kind::Idx, b.idx_at, &b.idx), (1, Kind::Txid, b.txid_at, &b.txid)] {
+            if bytes.is_empty() {
+                continue;
+            }
+            let key = FileKey { part: self.part, base: self.base, kind };
+            // Opened for this write only when closed: a thread writing thousands of cold
+            // partitions' records must not fill the open set (nor reopen a retired file).
+            let f = match self.pinned[n].clone().or_else(|| store.peek(key)) {
+                Some(f) => f,
+                None => Arc::new(fs::OpenOptions::new().write(true).open(file_path(&self.dir, self.base, kind))?),
+            };
+            f.write_all_at(bytes, at)?;
+        }
+        store.waiting.confirmed.lock().push((self.part, self.base, b.batches, b.msgs));
+        Ok(())
+    }
+
+    /// The segment's `.idx` path (what a graveyard entry covers when it was retired).
+    pub fn path(&self) -> PathBuf {
+        file_path(&self.dir, self.base, Kind::Idx)
+    }
+}
+
 /// A stored batch found by offset: its segment (by position) and record.
 #[derive(Debug, Clone, Copy)]
 pub struct Found {
@@ -82,6 +122,15 @@ pub struct PartitionFiles {
     /// Listed in the store's [`crate::files::Waiting`] lists (each at most once).
     in_sweep: bool,
     in_checkpoint: bool,
+}
+
+/// What a checkpoint takes from one partition ([`PartitionFiles::checkpoint`]).
+#[derive(Debug)]
+pub struct CheckpointPart {
+    pub tails: Vec<TailWrite>,
+    pub marks: Vec<SegmentMark>,
+    pub files: Vec<PathBuf>,
+    pub dir: Option<PathBuf>,
 }
 
 /// Where a stored batch lives, for readers off the planner thread.
@@ -274,27 +323,59 @@ impl PartitionFiles {
     }
 
     /// The writeback sweep's visit (each second, only partitions listed for it): let go of
-    /// placed files, and the active segment to start writeback of if appended to. Stays
-    /// listed while it still holds files not yet placed.
-    pub fn sweep(&mut self, provisioner: Option<&Provisioner>) -> Option<Arc<File>> {
+    /// placed files; the active segment to start writeback of if appended to; the index
+    /// records written since the last sweep, for the writeback thread to write (a second
+    /// after their appends, so a checkpoint finds few left, D31). Stays listed while it
+    /// still holds files not yet placed.
+    pub fn sweep(&mut self, provisioner: Option<&Provisioner>) -> (Option<Arc<File>>, Vec<TailWrite>) {
         self.in_sweep = false;
         self.release_pins(provisioner);
         let f = self.take_touched();
+        let tails = self.tail_writes(false);
         if self.segments.iter().any(|s| s.pinned.is_some()) {
             self.note_sweep();
         }
-        f
+        (f, tails)
     }
 
-    /// A checkpoint's visit (only partitions listed for it, after [`Self::flush_index`]):
-    /// the marks, the files to sync, and the directory if a file was made in it.
-    pub fn checkpoint(&mut self, provisioner: Option<&Provisioner>) -> (Vec<SegmentMark>, Vec<PathBuf>, Option<PathBuf>) {
+    /// A checkpoint's visit (only partitions listed for it): the marks, the index records
+    /// the files must hold before the marks are true, the files to sync, and the directory
+    /// if a file was made in it. No I/O here: the checkpoint's thread writes the records.
+    pub fn checkpoint(&mut self, provisioner: Option<&Provisioner>) -> CheckpointPart {
         self.in_checkpoint = false;
         self.release_pins(provisioner);
         if self.segments.iter().any(|s| s.pinned.is_some()) {
             self.note_sweep();
         }
-        (self.marks(), self.take_dirty(), self.take_dirty_dir())
+        CheckpointPart {
+            tails: self.tail_writes(true),
+            marks: self.marks(),
+            files: self.take_dirty(),
+            dir: self.take_dirty_dir(),
+        }
+    }
+
+    /// Every segment's index records not yet in its files (`all`), or not yet handed out.
+    fn tail_writes(&mut self, all: bool) -> Vec<TailWrite> {
+        let mut out = Vec::new();
+        for s in &mut self.segments {
+            if let Some(bytes) = s.index.encode_tail(all) {
+                let pinned = s.pinned.as_ref().map_or([None, None], |p| {
+                    [p.files[kind_no(Kind::Idx)].clone(), p.files[kind_no(Kind::Txid)].clone()]
+                });
+                out.push(TailWrite { part: self.part, base: s.base, dir: self.dir.clone(), pinned, bytes });
+            }
+        }
+        out
+    }
+
+    /// The files of segment `base` hold its index up to these counts (a [`TailWrite`] was
+    /// written). A segment retired since is simply gone.
+    pub fn confirm(&mut self, base: u64, batches: u64, msgs: u64) {
+        let key = self.key(base, Kind::Seg);
+        if let Some(s) = self.segments.iter_mut().find(|s| s.base == base) {
+            s.index.confirm(&self.store, key, batches, msgs);
+        }
     }
 
     /// Open a new segment at `base`: spares from the provisioner when it has them (no system

@@ -122,20 +122,60 @@ fn partitions_are_listed_once_for_each_pass_that_has_work_for_them() {
     parts[9].append(0, 0, &[[1, 0]], b"a", None).unwrap();
     assert_eq!(drain(&st.waiting.sweep), vec![7, 9]);
     assert_eq!(drain(&st.waiting.checkpoint), vec![7, 9]);
-    parts[7].flush_index().unwrap();
-    let (marks, files, dir) = parts[7].checkpoint(None);
-    assert_eq!(marks, parts[7].marks());
-    assert_eq!((marks.len(), marks[1].batches, marks[1].msgs), (2, 2, 2));
-    assert_eq!(files.len(), 6, "both segments' three files");
-    assert_eq!(dir, Some(d.path().join("7")));
-    assert!(parts[7].sweep(None).is_some(), "appended since the last sweep: its writeback");
-    assert!(parts[7].sweep(None).is_none());
+    let c = parts[7].checkpoint(None);
+    assert_eq!(c.marks, parts[7].marks());
+    assert_eq!((c.marks.len(), c.marks[1].batches, c.marks[1].msgs), (2, 2, 2));
+    assert_eq!(c.files.len(), 6, "both segments' three files");
+    assert_eq!(c.dir, Some(d.path().join("7")));
+    assert_eq!(c.tails.len(), 2, "both segments' records: none is in the files yet");
+    let (file, tails) = parts[7].sweep(None);
+    assert!(file.is_some(), "appended since the last sweep: its writeback");
+    assert!(tails.is_empty(), "the checkpoint already handed out every record");
+    assert!(parts[7].sweep(None).0.is_none());
     assert!(drain(&st.waiting.sweep).is_empty(), "nothing pinned: not listed again");
     assert_eq!(parts[7].retire_below(1).len(), 3);
     assert_eq!(drain(&st.waiting.checkpoint), vec![7], "a retirement changes the marks");
-    let (marks, files, _) = parts[7].checkpoint(None);
-    assert_eq!((marks.len(), marks[0].base, files.len()), (1, 1, 0));
+    let c = parts[7].checkpoint(None);
+    assert_eq!((c.marks.len(), c.marks[0].base, c.files.len()), (1, 1, 0));
+    assert_eq!(c.tails.len(), 1, "a checkpoint hands out every record not confirmed, again");
     parts[7].append(3, 3, &[[3, 0]], b"w", None).unwrap();
     parts[7].append(4, 4, &[[4, 0]], b"v", None).unwrap();
     assert_eq!(drain(&st.waiting.checkpoint), vec![7], "listed once for two writes");
+}
+
+/// Index records written off the planner (D31): handed out by the sweep, written by
+/// another thread, confirmed back; until confirmed they are read from the tail, after
+/// from the files through the cache (a block cached while short is not served).
+#[test]
+fn index_records_written_elsewhere_are_read_from_the_tail_until_confirmed() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("p");
+    let st = store();
+    let mut f = PartitionFiles::create(1, dir.clone(), 1 << 20, st.clone());
+    f.append(0, 10, &[[100, 0]], b"a", None).unwrap();
+    f.flush_index().unwrap();
+    // Cache the `.idx` block while the file holds one record.
+    assert_eq!(f.rec(0, 0).unwrap().base, 0);
+    f.append(1, 20, &[[101, 0], [102, 0]], b"bc", None).unwrap();
+    let (_, tails) = f.sweep(None);
+    assert_eq!(tails.len(), 1);
+    assert!(f.sweep(None).1.is_empty(), "not handed out twice");
+    assert_eq!(fs::metadata(file_path(&dir, 0, Kind::Idx)).unwrap().len(), REC, "not written yet");
+    assert_eq!((f.rec(0, 1).unwrap().base, f.txid_at(2).unwrap()), (1, Some(102)), "from the tail");
+    for t in &tails {
+        t.write(&st).unwrap();
+    }
+    assert_eq!(fs::metadata(file_path(&dir, 0, Kind::Idx)).unwrap().len(), 2 * REC);
+    assert_eq!(fs::metadata(file_path(&dir, 0, Kind::Txid)).unwrap().len(), 3 * TXID);
+    for (part, base, b, m) in std::mem::take(&mut *st.waiting.confirmed.lock()) {
+        assert_eq!((part, base, b, m), (1, 0, 2, 3));
+        f.confirm(base, b, m);
+    }
+    assert!(!f.segments[0].index.has_tail(), "confirmed records leave the tail");
+    let r = f.rec(0, 1).unwrap();
+    assert_eq!((r.base, r.ts, r.count), (1, 20, 2), "from the file, not the short cached block");
+    assert_eq!(f.txid_at(2).unwrap(), Some(102));
+    // A confirmation that arrives late (after a newer write) changes nothing.
+    f.confirm(0, 1, 1);
+    assert_eq!(f.rec(0, 1).unwrap().base, 1);
 }

@@ -110,6 +110,11 @@ pub async fn prometheus(State(app): State<App>) -> Response {
         "# HELP baton_checkpoint_pause_seconds The planner's pause for the last checkpoint's copy of the state.\n# TYPE baton_checkpoint_pause_seconds gauge\nbaton_checkpoint_pause_seconds {:.6}",
         c.checkpoint_pause_us.load(Relaxed) as f64 / 1e6
     );
+    let _ = writeln!(
+        out,
+        "# HELP baton_checkpoint_pause_max_seconds The planner's longest pause for a checkpoint's copy of the state since start.\n# TYPE baton_checkpoint_pause_max_seconds gauge\nbaton_checkpoint_pause_max_seconds {:.6}",
+        c.checkpoint_pause_max_us.load(Relaxed) as f64 / 1e6
+    );
     let f = app.engine.files();
     let _ = writeln!(
         out,

@@ -199,6 +199,8 @@ struct One {
     died: Option<String>,
     /// SIGTERM to exit (the shutdown checkpoint syncs every partition file).
     stop_secs: Option<f64>,
+    /// The server's checkpoint figures at the end of the steady load (from /metrics).
+    server: serde_json::Value,
 }
 
 impl One {
@@ -215,6 +217,7 @@ impl One {
             "behind": self.steady.behind,
             "push": self.steady.push.summary(), "pop": self.steady.pop.summary(), "ack": self.steady.ack.summary(),
             "first_error": self.first_error, "died": self.died, "stop_secs": self.stop_secs,
+            "server": self.server,
         })
     }
 }
@@ -244,6 +247,7 @@ async fn one(a: &PartitionsArgs, parts: u32) -> Result<One, String> {
     let (steady, serr, steady_secs) =
         drive(&client, &c.queue, parts, a.workers, Some((a.rate, secs)), a.size, a.max_errors).await;
     let rss_after = node.rss().unwrap_or(0);
+    let server = server_figures(&node).await;
     let died = node.s.check_alive().err().map(|e| e.0);
     let stop_secs = if died.is_none() { Some(node.stop()?.as_secs_f64()) } else { None };
     if !c.no_progress {
@@ -267,6 +271,21 @@ async fn one(a: &PartitionsArgs, parts: u32) -> Result<One, String> {
         first_error: cerr.first().or_else(|| serr.first()),
         died,
         stop_secs,
+        server,
+    })
+}
+
+/// What the server says of its checkpoints: how many, how many synced the filesystem at
+/// once, and the planner's longest pause for one (D31). Null where /metrics did not answer.
+async fn server_figures(node: &Node) -> serde_json::Value {
+    let Ok(text) = node.client.metrics().await else { return serde_json::Value::Null };
+    let get =
+        |name: &str| text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse::<f64>().ok());
+    json!({
+        "checkpoints": get("baton_checkpoints_total"),
+        "checkpoint_syncfs": get("baton_checkpoint_syncfs_total"),
+        "checkpoint_pause_max_secs": get("baton_checkpoint_pause_max_seconds"),
+        "partition_file_opens": get("baton_partition_file_opens_total"),
     })
 }
 
@@ -353,6 +372,18 @@ fn report(a: &PartitionsArgs, base: &One, big: &One) -> Report {
         verdict(per <= TARGET_RSS_PER_PARTITION),
         verdict(errors == 0)
     );
+    for o in [base, big] {
+        let f = |k: &str| o.server[k].as_f64();
+        if let (Some(n), Some(fs), Some(pause)) =
+            (f("checkpoints"), f("checkpoint_syncfs"), f("checkpoint_pause_max_secs"))
+        {
+            t += &format!(
+                "{} partitions: {n} checkpoints ({fs} by syncfs), longest planner pause for one {:.1} ms\n",
+                o.parts,
+                pause * 1e3
+            );
+        }
+    }
     if let Some(e) = big.first_error.as_ref().or(base.first_error.as_ref()) {
         t += &format!("first error: {e}\n");
     }
