@@ -57,8 +57,10 @@ pub fn check(h: &History, v: &mut Verdict) {
                 _ => (b1, b2),
             };
         }
-        let overwriter = |after: Time, value: i64| -> Option<W> {
-            let i = ok.partition_point(|w| w.inv <= after);
+        // `after`: the candidate write's completion; `None` for the initial "none",
+        // which precedes every write.
+        let overwriter = |after: Option<Time>, value: i64| -> Option<W> {
+            let i = after.map_or(0, |after| ok.partition_point(|w| w.inv <= after));
             let (b1, b2) = first_two[i];
             match b1 {
                 Some(b) if b.value != value => Some(b),
@@ -76,16 +78,14 @@ pub fn check(h: &History, v: &mut Verdict) {
             // The read returned one candidate's value: legal if some candidate may
             // have been the last write before it.
             let mut proof = None;
-            let legal = candidates.iter().any(|c| {
-                let after = c.map_or(0, |w| w.comp);
-                match overwriter(after, *value).filter(|w| w.comp < rop.inv) {
+            let legal =
+                candidates.iter().any(|c| match overwriter(c.map(|w| w.comp), *value).filter(|w| w.comp < rop.inv) {
                     Some(w) => {
                         proof = Some((*c, w));
                         false
                     }
                     None => true,
-                }
-            });
+                });
             if legal {
                 continue;
             }
