@@ -50,7 +50,9 @@ pub struct Settle {
     /// Earliest invocation of an operation that may have settled it (completed or dlq).
     pub maybe: Time,
     pub maybe_op: u32,
-    /// Earliest completion of an operation that certainly settled it.
+    /// Earliest completion of an operation that certainly settled it; [`INF`] with
+    /// `sure_op` set when one certainly did but its time is unbounded (a
+    /// transaction known applied only because its pushes are in the log).
     pub sure: Time,
     pub sure_op: u32,
     pub sure_how: Sure,
@@ -300,7 +302,7 @@ fn note(s: &mut Settle, op: &Op, i: u32, sure: Option<Sure>, pop: u32) {
         s.maybe_op = i;
     }
     if let Some(how) = sure {
-        if op.comp < s.sure {
+        if op.comp < s.sure || s.sure_op == u32::MAX {
             s.sure = op.comp;
             s.sure_op = i;
             s.sure_how = how;

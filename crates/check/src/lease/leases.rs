@@ -186,7 +186,7 @@ fn redelivered(h: &History, key: (PartId, Sym), pg: &Pg, v: &mut Verdict) {
     }
     let Some(w) = h.waiting.get(&key) else { return };
     for (o, line) in &w.offsets {
-        let Some(s) = pg.settle.get(o).filter(|s| s.sure < INF) else { continue };
+        let Some(s) = pg.settle.get(o).filter(|s| s.sure_op != u32::MAX) else { continue };
         let ack = &h.ops[s.sure_op as usize];
         let mut x =
             at(h, kind(s.sure_how), key, Some(*o), format!("still waiting at the end after {}", why(s.sure_how, ack)));

@@ -130,6 +130,7 @@ fn a_stale_committed_offset_is_backwards() {
 #[test]
 fn the_benchmark_input_is_ok() {
     let (v, s, report) = judge(&Config::bench(20_000, 3));
-    assert_eq!(s.messages, 20_000);
+    assert!(s.messages >= 20_000, "{}", s.messages);
+    assert!(v.deliveries >= 20_000, "the run drains the queue: {}", v.deliveries);
     assert_ne!(v.status, Status::Violation, "{report}");
 }

@@ -238,6 +238,18 @@ fn a_transaction_partly_in_the_log_is_torn() {
 }
 
 #[test]
+fn a_transaction_applied_by_its_pushes_but_not_its_acks_is_torn() {
+    let (mut b, _, _) = leased();
+    let pushes = r#","acks":[{"lease":"L1","txid":"m0","status":"completed"}],"pushes":[{"queue":"out","partition":"0","txid":"o1"}]"#;
+    let t = b.op(40, 50, "txn", pushes, "unknown", "");
+    b.log("q", &["m0"]);
+    b.log("out", &["o1"]);
+    let w = b.waiting(&[0]);
+    let x = only(&b, Kind::TornTxn, &[t[0], t[1], w]);
+    assert!(x.detail.contains("still waiting"), "{}", x.detail);
+}
+
+#[test]
 fn a_rolled_back_transaction_in_the_log_is_rolled_back_visible() {
     let (mut b, _, _) = leased();
     let pushes = r#","acks":[{"lease":"L1","txid":"m0","status":"completed"}],"pushes":[{"queue":"out","partition":"0","txid":"o1"}]"#;

@@ -76,6 +76,8 @@ pub struct Config {
     /// Chance a queue-mode consumer settles by a transaction (ack + push to `out`).
     pub txn: f64,
     pub extend: f64,
+    /// A consumer works on a batch for up to this long before settling it.
+    pub hold_us: Time,
     pub crashes: u32,
     pub kafka: bool,
     pub bug: Option<Bug>,
@@ -106,6 +108,7 @@ impl Config {
             late_margin_us: 30_000,
             txn: 0.3,
             extend: 0.05,
+            hold_us: 60_000,
             crashes: 2,
             kafka: true,
             bug: None,
@@ -135,6 +138,7 @@ impl Config {
             late_margin_us: 500_000,
             txn: 0.1,
             extend: 0.01,
+            hold_us: 2_000,
             crashes: 0,
             kafka: false,
             bug: None,
@@ -227,7 +231,9 @@ struct Sim<'a, W: Write> {
     dlq: Vec<(usize, usize, u64)>,
     next_lease: u64,
     procs: Vec<Proc>,
+    /// Transaction ids minted, and messages stored in `q` (the run pushes until `messages` are).
     pushed: u64,
+    stored: u64,
     k: Vec<Vec<String>>,
     kseq: Vec<i32>,
     kcommitted: Vec<(i64, i64)>,
@@ -263,6 +269,7 @@ pub fn run<W: Write>(c: &Config, w: &mut W) -> io::Result<Stats> {
         next_lease: 1,
         procs: vec![Proc::default(); np],
         pushed: 0,
+        stored: 0,
         k: vec![Vec::new(); 2],
         kseq: vec![0; 2],
         kcommitted: vec![(-1, -1); 2],
@@ -356,10 +363,10 @@ impl<W: Write> Sim<'_, W> {
             steps += 1;
             self.now += 1 + self.r.below(c.step_us);
             let due = (self.crashes.len() as u64 + 1) * c.messages / (c.crashes as u64 + 1);
-            if self.crashes.len() < c.crashes as usize && self.pushed >= due {
+            if self.crashes.len() < c.crashes as usize && self.stored >= due {
                 self.crash();
             }
-            let done = self.pushed >= c.messages;
+            let done = self.stored >= c.messages;
             if done && self.drained() {
                 break;
             }
@@ -417,7 +424,7 @@ impl<W: Write> Sim<'_, W> {
             Some(r) => r,
             None => {
                 let part = self.r.below(self.c.partitions as u64) as usize;
-                let n = (1 + self.r.below(self.c.push_batch)).min(self.c.messages - self.pushed);
+                let n = (1 + self.r.below(self.c.push_batch)).min(self.c.messages.saturating_sub(self.stored).max(1));
                 let txids = (0..n).map(|i| format!("m-{}", self.pushed + i)).collect();
                 self.pushed += n;
                 (part, txids)
@@ -444,6 +451,7 @@ impl<W: Write> Sim<'_, W> {
                 }
                 s.q[part].log.push(t.clone());
                 s.q[part].dedup.insert(t.clone(), now);
+                s.stored += 1;
             }
             let list: Vec<String> = statuses.iter().map(|s| format!("\"{s}\"")).collect();
             (false, format!(r#","statuses":[{}]"#, list.join(",")))
@@ -543,7 +551,7 @@ impl<W: Write> Sim<'_, W> {
         h.hold_until = if self.chance(self.c.late) {
             self.now + lease_us + 2 * self.c.width_us + self.c.late_margin_us + self.r.below(lease_us / 4)
         } else {
-            self.now + self.r.below(lease_us / 3)
+            self.now + self.r.below(self.c.hold_us)
         };
         self.procs[p].held = Some(h);
     }
