@@ -474,6 +474,24 @@ fn a_plain_kafka_retry_may_duplicate() {
 }
 
 #[test]
+fn a_kafka_record_popped_over_http_with_a_minted_txid_is_not_a_phantom() {
+    let mut b = B::new();
+    b.lines[0] = b.lines[0].replace(r#""queue":"q""#, r#""queue":"k""#);
+    let args = r#","topic":"k","partition":0,"records":[{"payload":"k0"}]"#;
+    b.op(0, 5, "kafka_produce", args, "ok", "");
+    let pop = r#","partition":"0","lease":"L1","messages":[{"offset":0,"txid":"minted-1"}]"#;
+    b.op(20, 30, "pop", r#","queue":"k","consumer":"c","batch":1"#, "ok", pop);
+    b.line(
+        r#"{"type":"final_log","queue":"k","partition":"0","entries":[{"offset":0,"txid":"minted-1","payload":"k0"}]}"#,
+    );
+    ok(&b);
+    // The same delivery with no record behind it is one.
+    b.lines[1] = b.lines[1].replace("k0", "k1");
+    b.lines[2] = b.lines[2].replace("ok", "failed");
+    assert_eq!(b.judge().count(Kind::Phantom), 2, "the entry and its delivery");
+}
+
+#[test]
 fn a_dead_lettered_message_is_not_lost() {
     let (mut b, _, _) = leased();
     b.ack(40, 50, "ok", "L1", &[("m0", "failed")]);
