@@ -25,7 +25,7 @@ enum Command {
     Serve(baton_server::ServeArgs),
     /// Benchmark a Baton (or start one with --spawn / --quick): produce, consume, fixed rate, ramp.
     Bench(baton_bench::BenchArgs),
-    /// Verify Baton's guarantees: `pipeline` runs the exactly-once pipeline verifier, `data` checks a stopped node's files.
+    /// Verify Baton's guarantees: `pipeline` runs the exactly-once pipeline verifier, `history` judges a recorded history, `data` checks a stopped node's files.
     Check(baton_check::CheckArgs),
     /// Push one JSON payload (or every line of --file, with progress on stderr).
     Push(cli::PushArgs),

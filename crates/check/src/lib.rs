@@ -7,6 +7,11 @@
 //!   ([`history::check`]). Optional fault injection: SIGKILL and restart the
 //!   broker, abandon batches, commit on an expired lease.
 //!
+//! - `history`: `baton check history --check FILE`, the lease-queue history
+//!   checker ([`lease::check`]): a recorded history of pushes, pops, acks,
+//!   extends, transactions and Kafka operations with their intervals, faults
+//!   and the final state, judged OK, VIOLATION or UNKNOWN (docs/check.md).
+//!
 //! - `data`: `baton check data DIR`, a read-only check of a stopped node's data
 //!   directory against docs/storage.md (`parts`: the partition files, `index`: the
 //!   files beside a segment).
@@ -19,6 +24,7 @@ pub mod broker;
 pub mod data;
 pub mod history;
 pub mod index;
+pub mod lease;
 mod parts;
 pub mod pipeline;
 
@@ -40,6 +46,11 @@ pub enum CheckCmd {
     /// indexes, read without changing anything. One line per finding (damage, torn,
     /// stale, orphan); exits non-zero on damage. Refuses a directory a server holds.
     Data(data::DataArgs),
+    /// A recorded history (JSONL, docs/check.md) against the lease-queue model: lost,
+    /// phantom, redelivered after ack, double lease, stale ack, order, torn or rolled-back
+    /// transactions, dedup, Kafka commits and idempotence. Exit 0 OK, 1 VIOLATION,
+    /// 2 UNKNOWN, 3 unreadable. Recording (--spawn / --addr) comes next.
+    History(lease::HistoryArgs),
 }
 
 /// Run a check; `Err` (exit status 1) on any violation or if the run could not be made.
@@ -54,5 +65,19 @@ pub fn run(a: CheckArgs) -> Result<(), String> {
             }
         }
         CheckCmd::Data(d) => data::run(d),
+        CheckCmd::History(h) => {
+            // The verdict is the exit code (0 OK, 1 VIOLATION, 2 UNKNOWN), and the
+            // binary's `Err` path can only say 1: exit here, after the report is out.
+            let code = match lease::run(h) {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("baton: check history: {e}");
+                    3
+                }
+            };
+            use std::io::Write as _;
+            let _ = std::io::stdout().flush();
+            std::process::exit(code)
+        }
     }
 }
