@@ -498,7 +498,13 @@ impl PlannerLoop {
         let pause_us = started.elapsed().as_micros() as u64;
         self.shared.counters.checkpoint_pause_us.store(pause_us, Ordering::Relaxed);
         self.shared.counters.checkpoint_pause_max_us.fetch_max(pause_us, Ordering::Relaxed);
-        tracing::info!(index = snap.index, planner_us = pause_us, "checkpoint snapshot taken");
+        tracing::info!(
+            index = snap.index,
+            planner_us = pause_us,
+            visit_us = snap.visit_us,
+            partitions_visited = snap.parts,
+            "checkpoint snapshot taken"
+        );
         self.checkpointed_index = snap.index;
         let shared = self.shared.clone();
         let dir = self.cfg.data_dir.clone();

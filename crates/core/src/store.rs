@@ -247,7 +247,7 @@ impl PartitionFiles {
         if let Some(f) = s.pinned.as_ref().and_then(|p| p.files[kind_no(kind)].clone()) {
             return Ok(f);
         }
-        self.store.get(self.key(s.base, kind), &file_path(&self.dir, s.base, kind), false)
+        self.store.get_with(self.key(s.base, kind), || file_path(&self.dir, s.base, kind), false)
     }
 
     /// Append a batch whose first offset is `base`; returns (segment base, position).
