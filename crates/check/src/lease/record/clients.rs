@@ -60,18 +60,31 @@ struct Client {
     held: Vec<Held>,
     pushed: Vec<Pushed>,
     n: u64,
+    /// Requests in a row that got no answer (the broker is down or frozen).
+    lost: u32,
 }
 
 pub async fn client(cx: Arc<Ctx>, me: u32, seed: u64) {
-    let mut c = Client { cx, me: me as u64, rng: Rng::new(seed), held: Vec::new(), pushed: Vec::new(), n: 0 };
+    let mut c = Client { cx, me: me as u64, rng: Rng::new(seed), held: Vec::new(), pushed: Vec::new(), n: 0, lost: 0 };
     while !c.cx.stop.load(SeqCst) {
         c.step().await;
+        if c.lost > 0 {
+            // While the broker is down, refused connections come back at once: back off
+            // (20 ms doubling to 320 ms) rather than fill the history with unknowns.
+            tokio::time::sleep(Duration::from_millis(20 << c.lost.min(5))).await;
+        }
     }
 }
 
 impl Client {
     fn rec(&self) -> &Rec {
         &self.cx.rec
+    }
+
+    /// Write a completion, counting answers lost in a row.
+    fn done(&mut self, id: u64, end: End) {
+        self.lost = if matches!(end, End::Unknown) { self.lost + 1 } else { 0 };
+        self.cx.rec.complete(id, self.me, end);
     }
 
     fn pick_partition(&mut self) -> String {
@@ -84,10 +97,14 @@ impl Client {
         let now = Instant::now();
         if let Some(i) = self.held.iter().position(|h| now > h.expires + Duration::from_millis(300)) {
             let h = self.held.swap_remove(i);
-            if self.rng.below(100) < 40 {
+            let r = self.rng.below(100);
+            if r < 35 {
                 let n = h.msgs.len();
                 let k = 1 + self.rng.below(n as u64) as usize;
                 self.ack(h, k, Some("completed")).await;
+            } else if r < 55 {
+                // Must roll back (`rejected_ack`): neither its ack nor its push may show.
+                self.txn(h).await;
             }
             return;
         }
@@ -156,7 +173,7 @@ impl Client {
             }
             Err(e) => end_of_err(&e),
         };
-        self.rec().complete(id, self.me, end);
+        self.done(id, end);
         if !again {
             self.pushed.extend(msgs);
             if self.pushed.len() > 64 {
@@ -222,7 +239,7 @@ impl Client {
             }
             Err(e) => end_of_err(&e),
         };
-        self.rec().complete(id, self.me, end);
+        self.done(id, end);
     }
 
     fn status(&mut self, h: &Held) -> &'static str {
@@ -268,12 +285,12 @@ impl Client {
             Ok(res) => {
                 for ((id, r), (_, st)) in ids.iter().zip(&res).zip(&picked) {
                     if r.success {
-                        self.rec().complete(*id, self.me, End::Ok(Map::new()));
+                        self.done(*id, End::Ok(Map::new()));
                         // A nack releases the whole lease.
                         keep &= *st == "completed" || *st == "dlq";
                     } else {
                         let why = r.code.clone().or_else(|| r.error.clone()).unwrap_or_else(|| "refused".into());
-                        self.rec().complete(*id, self.me, End::Failed(why));
+                        self.done(*id, End::Failed(why));
                         keep = false;
                     }
                 }
@@ -285,7 +302,7 @@ impl Client {
                         End::Failed(w) => End::Failed(w.clone()),
                         _ => End::Unknown,
                     };
-                    self.rec().complete(id, self.me, e);
+                    self.done(id, e);
                 }
                 keep = false;
             }
@@ -312,7 +329,7 @@ impl Client {
             Ok(_) => (End::Failed("not_extended".into()), false),
             Err(e) => (end_of_err(&e), false),
         };
-        self.rec().complete(id, self.me, end);
+        self.done(id, end);
         if live {
             let by = Duration::from_secs(secs.unwrap_or(lease_s));
             // The new end counts from the broker's instant, which was after we sent.
@@ -345,10 +362,8 @@ impl Client {
         let push = PushItem::new(&qname, &partition, &txid, json!({"c": self.me, "txid": txid}));
         let shown: Vec<Value> =
             acked.iter().map(|(_, t)| json!({"lease": h.lease, "txid": t, "status": "completed"})).collect();
-        let args = obj([
-            ("acks", shown.into()),
-            ("pushes", json!([{"queue": qname, "partition": partition, "txid": txid}])),
-        ]);
+        let args =
+            obj([("acks", shown.into()), ("pushes", json!([{"queue": qname, "partition": partition, "txid": txid}]))]);
         let id = self.rec().invoke(self.me, "txn", args);
         let out = self.cx.client.transaction(&acks, &[push], std::slice::from_ref(&h.lease)).await;
         let (end, keep) = match out {
@@ -357,7 +372,7 @@ impl Client {
             TxnOutcome::Refused { code, .. } => (End::Failed(format!("http_{code}")), false),
             TxnOutcome::Unknown(_) => (End::Unknown, false),
         };
-        self.rec().complete(id, self.me, end);
+        self.done(id, end);
         if keep && !h.msgs.is_empty() {
             self.held.push(h);
         }

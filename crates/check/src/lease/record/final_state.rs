@@ -45,7 +45,8 @@ pub async fn read(cx: &Ctx, drainer: u64, notes: &mut Vec<String>) -> Result<(),
         let mut entries = Vec::new();
         let mut skip = 0u64;
         loop {
-            let dq = DlqQuery { queue: Some(q.name.clone()), limit: Some(10_000), offset: Some(skip), ..Default::default() };
+            let dq =
+                DlqQuery { queue: Some(q.name.clone()), limit: Some(10_000), offset: Some(skip), ..Default::default() };
             let v = retry(|| cx.client.dlq(&dq)).await.map_err(|e| format!("read the DLQ of {}: {e}", q.name))?;
             let msgs = v.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
             for m in &msgs {
@@ -73,10 +74,14 @@ pub async fn read(cx: &Ctx, drainer: u64, notes: &mut Vec<String>) -> Result<(),
             let entries: Vec<Value> =
                 recs.iter().map(|r| json!({"offset": r.offset, "txid": r.transaction_id})).collect();
             if entries.is_empty() {
-                cx.rec.line(json!({"type": "final_log", "queue": q.name, "partition": partition, "first": 0, "entries": []}));
+                cx.rec.line(
+                    json!({"type": "final_log", "queue": q.name, "partition": partition, "first": 0, "entries": []}),
+                );
             }
             for chunk in entries.chunks(LOG_CHUNK) {
-                cx.rec.line(json!({"type": "final_log", "queue": q.name, "partition": partition, "first": 0, "entries": chunk}));
+                cx.rec.line(
+                    json!({"type": "final_log", "queue": q.name, "partition": partition, "first": 0, "entries": chunk}),
+                );
             }
         }
     }
@@ -134,7 +139,8 @@ async fn drain(
         Err(e) => {
             // Unanswered: it may hold a lease now, so a second drain could see nothing.
             cx.rec.complete(id, me, End::Unknown);
-            notes.push(format!("drain of {queue}/{partition} group {group:?} unanswered ({e}): waiting not read there"));
+            notes
+                .push(format!("drain of {queue}/{partition} group {group:?} unanswered ({e}): waiting not read there"));
             return Ok(());
         }
     };

@@ -101,11 +101,8 @@ pub fn run(a: &super::HistoryArgs) -> Result<i32, String> {
     }
     let faults = nemesis::parse(&r.nemesis)?;
     let out = a.out.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("baton-history-{}.jsonl", a.seed)));
-    let mut broker = if r.spawn {
-        Some(Broker::start_with(r.exe.as_deref(), &["--kafka-addr", "127.0.0.1:0"])?)
-    } else {
-        None
-    };
+    let mut broker =
+        if r.spawn { Some(Broker::start_with(r.exe.as_deref(), &["--kafka-addr", "127.0.0.1:0"])?) } else { None };
     let url = broker.as_ref().map_or_else(|| r.addr.clone().expect("--addr without --spawn"), |b| b.url.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -119,7 +116,11 @@ pub fn run(a: &super::HistoryArgs) -> Result<i32, String> {
         Ok(s) => s,
         Err(e) => {
             let kept = broker.as_mut().and_then(|b| b.keep()).map(|d| format!("; broker data kept at {}", d.display()));
-            return Err(format!("recording failed: {e} (history so far: {}){}", out.display(), kept.unwrap_or_default()));
+            return Err(format!(
+                "recording failed: {e} (history so far: {}){}",
+                out.display(),
+                kept.unwrap_or_default()
+            ));
         }
     };
     eprintln!(
@@ -162,7 +163,12 @@ async fn record(
     let timeout = Duration::from_millis(2 * r.lease_ms + 3000);
     let client = Client::with_options(
         url,
-        Options { pool: r.clients as usize + 4, timeout, connect_timeout: Duration::from_secs(2), ..Options::default() },
+        Options {
+            pool: r.clients as usize + 4,
+            timeout,
+            connect_timeout: Duration::from_secs(2),
+            ..Options::default()
+        },
     )
     .map_err(|e| e.to_string())?;
     client.wait_healthy(Duration::from_secs(10)).await.map_err(|e| format!("{url}: {e}"))?;
