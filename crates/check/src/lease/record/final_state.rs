@@ -4,7 +4,8 @@
 //! Waiting is read by a drain: Baton has no read of "the unsettled offsets of
 //! a group", but a pop of a named partition with a fresh lease, once every
 //! earlier lease has ended, delivers exactly them (the lowest unsettled
-//! offsets, up to the batch, and a batch of 10,000 is more than a run leaves).
+//! offsets, up to the batch of 10,000; a pair with that many or more waiting
+//! gets no `final_waiting` line).
 //! Each drain pop is recorded as a `pop` operation like any other (so the
 //! checker judges it too) and what it delivered is the `final_waiting` line;
 //! nothing is acked. The DLQ is read after the drain (a drain pop settles
@@ -132,7 +133,11 @@ async fn drain(
                 ])),
             );
             if p.messages.len() >= DRAIN_BATCH as usize {
-                return Err(format!("more than {DRAIN_BATCH} messages wait in {queue}/{partition}: not drained"));
+                // More may wait than one pop can show: a partial list would read as losses.
+                notes.push(format!(
+                    "{DRAIN_BATCH} or more wait in {queue}/{partition} group {group:?}: waiting not read there"
+                ));
+                return Ok(());
             }
             p.messages.iter().map(|m| m.offset).collect()
         }

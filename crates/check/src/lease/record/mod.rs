@@ -93,11 +93,15 @@ pub struct Ctx {
 /// Record, then judge the file: `Ok(exit code)` as `--check` gives it.
 pub fn run(a: &super::HistoryArgs) -> Result<i32, String> {
     let r = &a.record;
-    if r.lease_ms == 0 || r.lease_ms % 1000 != 0 {
+    if r.lease_ms == 0 || !r.lease_ms.is_multiple_of(1000) {
         return Err("--lease-ms must be a positive multiple of 1000 (Baton's leaseTime is whole seconds)".into());
     }
     if r.clients == 0 || r.partitions == 0 || r.duration == 0 {
         return Err("--clients, --partitions and --duration must be at least 1".into());
+    }
+    if !r.spawn && (!r.nemesis.is_empty() || r.exe.is_some()) {
+        // Checked here: clap's `requires` takes the flag's default (false) as present.
+        return Err("--nemesis and --exe need --spawn (only a broker we started can be killed)".into());
     }
     let faults = nemesis::parse(&r.nemesis)?;
     let out = a.out.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("baton-history-{}.jsonl", a.seed)));
