@@ -94,3 +94,17 @@ fn a_generated_history_is_ok() {
     assert!(n > 5000, "{line}");
     assert!(r.stdout.contains("messages/s"), "{}", r.stdout);
 }
+
+/// Histories a recorder run exposed a checker mistake with, each judged right now.
+#[test]
+fn kept_histories_are_judged_right() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/histories");
+    // An extend of 1 s, 12 ms into a 2 s lease, ended it early: the next pop of the
+    // group, 1 s later, is not a double lease (it was flagged when the checker
+    // took extends to only lengthen a lease). Its logs were not kept: UNKNOWN.
+    let p = dir.join("extend-shortens-lease.jsonl");
+    let r = baton(&["check", "history", "--check", p.to_str().unwrap(), "--json"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    let v: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(v["violation_counts"]["double_lease"].as_u64().unwrap_or(0), 0, "{}", r.stdout);
+}

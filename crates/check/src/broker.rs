@@ -1,6 +1,6 @@
 //! `--spawn`: run a Baton of our own on a free loopback port with a fresh
-//! data directory; SIGKILL it and restart it on the same port and directory
-//! (fault injection); stop it when done.
+//! data directory; SIGKILL it and restart it on the same port and directory,
+//! or SIGSTOP and SIGCONT it (fault injection); stop it when done.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -15,6 +15,8 @@ pub struct Broker {
     data: PathBuf,
     log: PathBuf,
     dir: Option<tempfile::TempDir>,
+    /// More `serve` flags, given again at every restart.
+    args: Vec<String>,
     /// How many times it was killed with SIGKILL.
     pub kills: u32,
 }
@@ -27,6 +29,11 @@ pub fn free_port() -> Result<u16, String> {
 impl Broker {
     /// Start `bin serve` (the running executable when `bin` is None) and wait for /health.
     pub fn start(bin: Option<&Path>) -> Result<Broker, String> {
+        Self::start_with(bin, &[])
+    }
+
+    /// [`Broker::start`] with more `serve` flags (kept for every restart).
+    pub fn start_with(bin: Option<&Path>, args: &[&str]) -> Result<Broker, String> {
         let bin = match bin {
             Some(b) => b.to_path_buf(),
             None => std::env::current_exe().map_err(|e| format!("current executable: {e}"))?,
@@ -41,6 +48,7 @@ impl Broker {
             data: dir.path().join("data"),
             log: dir.path().join("server.log"),
             dir: Some(dir),
+            args: args.iter().map(|a| a.to_string()).collect(),
             kills: 0,
         };
         b.spawn()?;
@@ -63,6 +71,7 @@ impl Broker {
             .arg(format!("127.0.0.1:{}", self.port))
             .arg("--data-dir")
             .arg(&self.data)
+            .args(&self.args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(logf)
@@ -109,6 +118,31 @@ impl Broker {
             let _ = c.wait();
             self.kills += 1;
         }
+    }
+
+    /// The running server's process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// SIGSTOP: the process stays, holds its port and connections, answers nothing.
+    pub fn pause(&mut self) -> Result<(), String> {
+        self.signal(libc::SIGSTOP)
+    }
+
+    /// SIGCONT after [`Broker::pause`]; waits for /health.
+    pub fn resume(&mut self) -> Result<(), String> {
+        self.signal(libc::SIGCONT)?;
+        self.wait_healthy(Duration::from_secs(30))
+    }
+
+    fn signal(&mut self, sig: libc::c_int) -> Result<(), String> {
+        let pid = self.pid().ok_or("baton is not running")?;
+        // SAFETY: kill(2) on our own child's pid, which is not reaped while `child` is held.
+        if unsafe { libc::kill(pid as libc::pid_t, sig) } != 0 {
+            return Err(format!("signal {sig} to {pid}: {}", std::io::Error::last_os_error()));
+        }
+        Ok(())
     }
 
     /// Start again on the same port and data directory; waits for /health.

@@ -10,7 +10,8 @@
 //! - `history`: `baton check history --check FILE`, the lease-queue history
 //!   checker ([`lease::check`]): a recorded history of pushes, pops, acks,
 //!   extends, transactions and Kafka operations with their intervals, faults
-//!   and the final state, judged OK, VIOLATION or UNKNOWN (docs/check.md).
+//!   and the final state, judged OK, VIOLATION or UNKNOWN (docs/check.md);
+//!   `--spawn` / `--addr` record such a history first ([`lease::record`]).
 //!
 //! - `data`: `baton check data DIR`, a read-only check of a stopped node's data
 //!   directory against docs/storage.md (`parts`: the partition files, `index`: the
@@ -49,7 +50,8 @@ pub enum CheckCmd {
     /// A recorded history (JSONL, docs/check.md) against the lease-queue model: lost,
     /// phantom, redelivered after ack, double lease, stale ack, order, torn or rolled-back
     /// transactions, dedup, Kafka commits and idempotence. Exit 0 OK, 1 VIOLATION,
-    /// 2 UNKNOWN, 3 unreadable. Recording (--spawn / --addr) comes next.
+    /// 2 UNKNOWN, 3 unreadable. --spawn / --addr record one first: real clients against
+    /// a real server, with a nemesis (kill, stop) under --spawn.
     History(lease::HistoryArgs),
 }
 

@@ -98,26 +98,35 @@ fn lives(
         };
         let named = ix.named.get(&g.lease).map(Vec::as_slice).unwrap_or_default();
         let mut release = INF;
-        let mut proven = a.inv.saturating_add(len);
         let mut latest = a.comp.saturating_add(len);
+        // An extend SETS the end to (its instant + secs): it may shorten the lease
+        // as well as lengthen it (crates/core `Planner::extend`). The end is the one
+        // set by the last extend to take effect, or the pop's when none did.
+        let extends: Vec<(&Op, Time)> = named
+            .iter()
+            .map(|&k| &h.ops[k as usize])
+            .filter(|k| k.maybe())
+            .filter_map(|k| match &k.call {
+                Call::Extend { secs, .. } => Some((k, secs.map_or(ext_len, |s| s.saturating_mul(1_000_000)))),
+                _ => None,
+            })
+            .collect();
         for &k in named {
             let k = &h.ops[k as usize];
-            if !k.maybe() {
-                continue;
-            }
-            match &k.call {
-                Call::Extend { secs, .. } => {
-                    let secs = secs.map_or(ext_len, |s| s.saturating_mul(1_000_000));
-                    // An extend answered ok found the lease live and pushed its end to
-                    // at least (its invocation + secs); one that may have happened
-                    // may have pushed it as late as (its completion + secs).
-                    if k.outcome == Outcome::Ok {
-                        proven = proven.max(k.inv.saturating_add(secs));
-                    }
-                    latest = latest.max(k.comp.saturating_add(secs));
-                }
+            if k.maybe() && !matches!(k.call, Call::Extend { .. }) {
                 // Any ack may release the lease (all settled, or a nack).
-                _ => release = release.min(k.inv),
+                release = release.min(k.inv);
+            }
+        }
+        // The pop's own end counts unless an extend certainly took effect; an extend
+        // counts unless an ok extend certainly came after it (then it is not the last).
+        let last_ok_inv = extends.iter().filter(|(k, _)| k.outcome == Outcome::Ok).map(|(k, _)| k.inv).max();
+        let mut proven = if last_ok_inv.is_some() { INF } else { a.inv.saturating_add(len) };
+        for (k, secs) in &extends {
+            // One that may have happened may have set it as late as (its completion + secs).
+            latest = latest.max(k.comp.saturating_add(*secs));
+            if last_ok_inv.is_none_or(|t| k.comp == INF || k.comp >= t) {
+                proven = proven.min(k.inv.saturating_add(*secs));
             }
         }
         let mut latest = latest.saturating_add(skew);

@@ -12,7 +12,9 @@
 //! - `kafka`: committed offsets as a register;
 //! - `verdict`: OK / VIOLATION / UNKNOWN and the report;
 //! - `generate`: a correct lease queue simulated, with injectable bugs (the
-//!   checker's own tests and the `--generate` benchmark input).
+//!   checker's own tests and the `--generate` benchmark input);
+//! - `record`: `--spawn` / `--addr`: real clients against a real broker, a
+//!   nemesis, the final state read, written in this format and judged.
 //!
 //! [`check`] is pure: no I/O, no clock. Every rule is conservative: it flags
 //! only what no placement of the operations inside their intervals allows,
@@ -24,6 +26,7 @@ mod index;
 mod kafka;
 mod leases;
 pub mod model;
+pub mod record;
 pub mod verdict;
 mod writes;
 
@@ -90,9 +93,8 @@ pub fn check(h: &History, p: &Params) -> Verdict {
 #[derive(Args, Debug, Clone)]
 pub struct HistoryArgs {
     /// The history to judge: JSONL, one operation invocation or completion, fault or
-    /// final-state section per line (docs/check.md). Recording a history from a live
-    /// broker (--spawn / --addr) comes next; until then a recorder writes the file.
-    #[arg(long, value_name = "FILE", required_unless_present = "generate")]
+    /// final-state section per line (docs/check.md). Or record one: --spawn / --addr.
+    #[arg(long, value_name = "FILE", required_unless_present_any = ["generate", "spawn", "addr"])]
     pub check: Option<PathBuf>,
     /// Clock skew margin between the broker's lease clock and the recorder's, in ms.
     #[arg(long, default_value_t = 100)]
@@ -103,11 +105,15 @@ pub struct HistoryArgs {
     /// Write a synthetic, correct history of N messages to --out and exit (benchmark input).
     #[arg(long, value_name = "N", requires = "out", conflicts_with = "check")]
     pub generate: Option<u64>,
+    /// Where --generate, --spawn and --addr write the history (default for a recording:
+    /// baton-history-SEED.jsonl in the temp directory).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Seed of --generate.
+    /// Seed of --generate and of a recording's clients and nemesis.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    #[command(flatten)]
+    pub record: record::RecordArgs,
 }
 
 /// Run the CLI; `Ok(exit code)`: 0 OK, 1 VIOLATION, 2 UNKNOWN. `Err` (exit 3): the
@@ -130,18 +136,26 @@ pub fn run(a: HistoryArgs) -> Result<i32, String> {
         );
         return Ok(0);
     }
-    let path = a.check.expect("clap requires --check without --generate");
-    let open = || std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()));
+    if a.record.wanted() {
+        return record::run(&a);
+    }
+    let path = a.check.expect("clap requires --check without --generate, --spawn or --addr");
+    judge(&path, a.skew_ms, a.json)
+}
+
+/// Read, judge and print the verdict of the history at `path`; `Ok(exit code)`.
+fn judge(path: &std::path::Path, skew_ms: u64, json: bool) -> Result<i32, String> {
+    let open = || std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()));
     let t0 = Instant::now();
     let h = read(BufReader::with_capacity(1 << 20, open()?)).map_err(|e| format!("{}: {e}", path.display()))?;
     let t1 = Instant::now();
-    let v = check(&h, &Params { skew_us: a.skew_ms.saturating_mul(1000) });
+    let v = check(&h, &Params { skew_us: skew_ms.saturating_mul(1000) });
     let t2 = Instant::now();
     drop(h);
     let excerpt = excerpts(open()?, &v)?;
     let (read_s, check_s) = ((t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64());
     let rate = v.messages as f64 / (read_s + check_s).max(1e-9);
-    if a.json {
+    if json {
         let mut j = serde_json::to_value(&v).map_err(|e| e.to_string())?;
         j["excerpts"] = serde_json::to_value(&excerpt).map_err(|e| e.to_string())?;
         j["read_s"] = read_s.into();

@@ -435,6 +435,36 @@ fn an_extend_answered_ok_keeps_the_lease_live() {
 }
 
 #[test]
+fn an_extend_may_shorten_the_lease_so_a_later_pop_is_not_a_double_lease() {
+    // An extend sets the end to (its instant + seconds): a 1 s extend 10 ms into a
+    // 5 s lease ends it at ~1.02 s. Found by the recorder (tests/histories/extend-shortens-lease.jsonl).
+    let mut b = B::new();
+    b.line(r#"{"type":"queue","queue":"q","lease_ms":5000,"dead_letters":false}"#);
+    b.push(0, 10, "ok", "m0");
+    b.pop(20, 30, "L1", &[(0, "m0")]);
+    b.op(40, 45, "extend", r#","lease":"L1","seconds":1"#, "ok", "");
+    b.op(50, 60, "extend", r#","lease":"L1","seconds":1"#, "unknown", "");
+    b.pop(1500, 1510, "L2", &[(0, "m0")]);
+    b.log("q", &["m0"]);
+    b.waiting(&[0]);
+    ok(&b);
+}
+
+#[test]
+fn a_pop_inside_the_end_an_ok_extend_set_is_a_double_lease() {
+    let (mut b, _, a) = leased();
+    let e = b.op(900, 910, "extend", r#","lease":"L1","seconds":2"#, "ok", "");
+    // Certain end: the extend's invocation 900 + 2000 - 10 skew; the pop's own end
+    // (1020 - 10) no longer counts once an extend certainly took effect.
+    let second = b.pop(1500, 1510, "L2", &[(0, "m0")]);
+    b.log("q", &["m0"]);
+    b.waiting(&[0]);
+    let v = b.judge();
+    assert_eq!(v.count(Kind::DoubleLease), 1, "{}", render(&b, &v));
+    let _ = (a, e, second);
+}
+
+#[test]
 fn committing_a_lower_offset_or_reading_during_a_commit_is_fine() {
     let mut b = B::new();
     b.op(0, 10, "kafka_commit", r#","group":"g","topic":"k","partition":0,"offset":9"#, "ok", "");

@@ -1,0 +1,261 @@
+//! `baton check history --spawn` / `--addr`: record a history of real clients
+//! against a real Baton (optionally under a nemesis), in the format of
+//! docs/check.md, then judge it with the checker.
+//!
+//! - `writer`: the one writer of the file, the clock and the operation ids;
+//! - `clients`: the client tasks (push, pop, ack, extend, transaction), each
+//!   request an invocation before it is sent and a completion once answered;
+//! - `nemesis`: SIGKILL + restart and SIGSTOP + SIGCONT of a spawned broker,
+//!   each inside a `nemesis` window;
+//! - `final_state`: once nothing is in flight, what is waiting, the DLQ and
+//!   every partition's whole log.
+//!
+//! This file owns the flags and the order of the run: queues, clients and
+//! nemesis, stop the nemesis (the broker is serving), stop the clients (each
+//! finishes or gives up on its request), read the final state, judge. Must
+//! never judge anything itself: the verdict is the checker's, on the file.
+
+mod clients;
+mod final_state;
+mod nemesis;
+mod writer;
+
+use crate::broker::Broker;
+use baton_client::{Client, Options};
+use clap::Args;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug, Clone)]
+pub struct RecordArgs {
+    /// Record a history against a `baton serve` of our own (free port, temp data
+    /// directory), with the --nemesis faults, then judge it.
+    #[arg(long, conflicts_with_all = ["check", "generate", "addr"])]
+    pub spawn: bool,
+    /// Record against a running server (no nemesis: we cannot restart it).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["check", "generate"])]
+    pub addr: Option<String>,
+    /// The executable to `serve` with --spawn (default: this one).
+    #[arg(long, value_name = "PATH", requires = "spawn")]
+    pub exe: Option<PathBuf>,
+    /// Seconds the clients run.
+    #[arg(long, default_value_t = 20)]
+    pub duration: u64,
+    /// Concurrent client tasks.
+    #[arg(long, default_value_t = 8)]
+    pub clients: u32,
+    /// Partitions per queue.
+    #[arg(long, default_value_t = 3)]
+    pub partitions: u32,
+    /// The queues' leaseTime in ms (whole seconds: Baton's leaseTime is in seconds).
+    #[arg(long, default_value_t = 2000)]
+    pub lease_ms: u64,
+    /// Faults to inject in turn (--spawn only): kill (SIGKILL + restart), stop (SIGSTOP past the lease time + SIGCONT).
+    #[arg(long, value_delimiter = ',', requires = "spawn")]
+    pub nemesis: Vec<String>,
+    /// Quiet time between two faults.
+    #[arg(long, default_value_t = 1500)]
+    pub nemesis_interval_ms: u64,
+}
+
+impl RecordArgs {
+    pub fn wanted(&self) -> bool {
+        self.spawn || self.addr.is_some()
+    }
+}
+
+/// One queue of the run and the options it is configured with.
+#[derive(Debug, Clone)]
+pub struct QueueSpec {
+    pub name: String,
+    pub retry_limit: u32,
+    /// deadLetterQueue and dlqAfterMaxRetries: dead-letters past retryLimit on its own, takes `dlq` acks.
+    pub dead_letters: bool,
+    pub dedup_s: u64,
+}
+
+/// The consumer groups every queue is consumed by: queue mode and one named group.
+pub const GROUPS: [Option<&str>; 2] = [None, Some("g1")];
+
+/// What every task of the run shares.
+pub struct Ctx {
+    pub rec: writer::Rec,
+    pub client: Client,
+    pub queues: Vec<QueueSpec>,
+    pub partitions: u32,
+    pub lease_ms: u64,
+    pub stop: AtomicBool,
+}
+
+/// Record, then judge the file: `Ok(exit code)` as `--check` gives it.
+pub fn run(a: &super::HistoryArgs) -> Result<i32, String> {
+    let r = &a.record;
+    if r.lease_ms == 0 || !r.lease_ms.is_multiple_of(1000) {
+        return Err("--lease-ms must be a positive multiple of 1000 (Baton's leaseTime is whole seconds)".into());
+    }
+    if r.clients == 0 || r.partitions == 0 || r.duration == 0 {
+        return Err("--clients, --partitions and --duration must be at least 1".into());
+    }
+    if !r.spawn && (!r.nemesis.is_empty() || r.exe.is_some()) {
+        // Checked here: clap's `requires` takes the flag's default (false) as present.
+        return Err("--nemesis and --exe need --spawn (only a broker we started can be killed)".into());
+    }
+    let faults = nemesis::parse(&r.nemesis)?;
+    let out = a.out.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("baton-history-{}.jsonl", a.seed)));
+    let mut broker =
+        if r.spawn { Some(Broker::start_with(r.exe.as_deref(), &["--kafka-addr", "127.0.0.1:0"])?) } else { None };
+    let url = broker.as_ref().map_or_else(|| r.addr.clone().expect("--addr without --spawn"), |b| b.url.clone());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))?;
+    let t = Instant::now();
+    let recorded = rt.block_on(record(a, &url, &out, &mut broker, faults));
+    drop(rt);
+    let summary = match recorded {
+        Ok(s) => s,
+        Err(e) => {
+            let kept = broker.as_mut().and_then(|b| b.keep()).map(|d| format!("; broker data kept at {}", d.display()));
+            return Err(format!(
+                "recording failed: {e} (history so far: {}){}",
+                out.display(),
+                kept.unwrap_or_default()
+            ));
+        }
+    };
+    eprintln!(
+        "recorded {} lines in {:.1} s to {} ({url}, seed {}, {} faults: {})",
+        summary.lines,
+        t.elapsed().as_secs_f64(),
+        out.display(),
+        a.seed,
+        summary.faults.len(),
+        summary.faults.join(" ")
+    );
+    for n in &summary.notes {
+        eprintln!("  note: {n}");
+    }
+    let code = super::judge(&out, a.skew_ms, a.json)?;
+    if code == 1 {
+        if let Some(d) = broker.as_mut().and_then(|b| b.keep()) {
+            eprintln!("VIOLATION: history kept at {}, broker data directory and log at {}", out.display(), d.display());
+        }
+    }
+    Ok(code)
+}
+
+struct Summary {
+    lines: u64,
+    faults: Vec<String>,
+    notes: Vec<String>,
+}
+
+async fn record(
+    a: &super::HistoryArgs,
+    url: &str,
+    out: &Path,
+    broker: &mut Option<Broker>,
+    faults: Vec<nemesis::Fault>,
+) -> Result<Summary, String> {
+    let r = &a.record;
+    // Long enough that a request sent into a SIGSTOP is answered after the SIGCONT
+    // (an answer says more than a timeout), short enough to bound the end of the run.
+    let timeout = Duration::from_millis(2 * r.lease_ms + 3000);
+    let client = Client::with_options(
+        url,
+        Options {
+            pool: r.clients as usize + 4,
+            timeout,
+            connect_timeout: Duration::from_secs(2),
+            ..Options::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    client.wait_healthy(Duration::from_secs(10)).await.map_err(|e| format!("{url}: {e}"))?;
+    let (rec, writer) = writer::Rec::create(out)?;
+    // Fresh queues: the checker needs every write to them in the history.
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    let prefix = format!("h{:x}-{stamp:x}", a.seed);
+    let queues = vec![
+        QueueSpec { name: format!("{prefix}-dl"), retry_limit: 2, dead_letters: true, dedup_s: 3600 },
+        QueueSpec { name: format!("{prefix}-nodl"), retry_limit: 1, dead_letters: false, dedup_s: 600 },
+    ];
+    let lease_s = r.lease_ms / 1000;
+    for q in &queues {
+        let opts = json!({"leaseTime": lease_s, "retryLimit": q.retry_limit, "deadLetterQueue": q.dead_letters,
+                          "dlqAfterMaxRetries": q.dead_letters, "dedupWindowSeconds": q.dedup_s});
+        client.configure(&q.name, opts).await.map_err(|e| format!("configure {}: {e}", q.name))?;
+        rec.line(json!({"type": "queue", "queue": q.name, "lease_ms": r.lease_ms, "retry_limit": q.retry_limit,
+                        "dead_letters": q.dead_letters, "dedup_window_ms": q.dedup_s * 1000}));
+    }
+    let cx = Arc::new(Ctx {
+        rec: rec.clone(),
+        client: client.clone(),
+        queues,
+        partitions: r.partitions,
+        lease_ms: r.lease_ms,
+        stop: AtomicBool::new(false),
+    });
+    let tasks: Vec<_> =
+        (0..r.clients).map(|c| tokio::spawn(clients::client(cx.clone(), c, a.seed ^ (0x5eed + c as u64)))).collect();
+    let nem_stop = Arc::new(AtomicBool::new(false));
+    let nem = match (broker.take(), faults.is_empty()) {
+        (Some(b), false) => {
+            let n = nemesis::Nemesis {
+                rec: rec.clone(),
+                faults,
+                interval: Duration::from_millis(r.nemesis_interval_ms),
+                stop_for: Duration::from_millis(r.lease_ms + 700),
+                stop: nem_stop.clone(),
+                seed: a.seed,
+            };
+            Some(std::thread::spawn(move || n.run(b)))
+        }
+        (b, _) => {
+            *broker = b;
+            None
+        }
+    };
+    let mut notes = Vec::new();
+    let until = Instant::now() + Duration::from_secs(r.duration);
+    while Instant::now() < until && !nem.as_ref().is_some_and(|n| n.is_finished()) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The nemesis first: the end of the run is recorded against a serving broker.
+    nem_stop.store(true, SeqCst);
+    let mut fault_log = Vec::new();
+    let mut fatal = None;
+    if let Some(h) = nem {
+        let (b, done, err) = tokio::task::spawn_blocking(move || h.join())
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|_| "the nemesis thread panicked".to_string())?;
+        *broker = Some(b);
+        fault_log = done;
+        fatal = err;
+    }
+    cx.stop.store(true, SeqCst);
+    for t in tasks {
+        // Each task ends within one request timeout of the stop flag.
+        let _ = t.await;
+    }
+    if let Some(e) = fatal {
+        return Err(e);
+    }
+    if let Some(b) = broker.as_mut() {
+        b.check_alive()?;
+    }
+    client.wait_healthy(Duration::from_secs(30)).await.map_err(|e| format!("broker unhealthy at the end: {e}"))?;
+    final_state::read(&cx, r.clients as u64, &mut notes).await?;
+    drop(cx);
+    drop(rec);
+    let w = tokio::task::spawn_blocking(move || writer.join())
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|_| "the writer thread panicked".to_string())??;
+    Ok(Summary { lines: w.lines, faults: fault_log, notes })
+}
