@@ -119,7 +119,12 @@ impl Snapshot {
         }
         work.graveyard.append(&mut state.graveyard);
         let visit_us = started.elapsed().as_micros() as u64;
+        // Fresh copies of the partitions changed since the last checkpoint, shared ones of
+        // the rest (D31): a deep copy of 100,000 partitions paused the planner 300-400 ms.
+        let parts = crate::parts::Parts::of_snapshot(state.parts.snapshot());
+        let live = std::mem::replace(&mut state.parts, parts);
         let copy = Box::new(state.clone());
+        state.parts = live;
         let unsynced = state.storage.unsynced.clone();
         let fs_sync = state.storage.fs_sync.clone();
         let store = state.storage.store.clone();
