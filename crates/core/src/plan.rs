@@ -561,7 +561,7 @@ impl Planner {
             (Some(o), _) => lease.offsets.iter().position(|x| *x == o),
             (None, Some(t)) => {
                 let h = self.state.txid_hash(t);
-                lease.offsets.iter().position(|o| p.txid_at(*o) == Some(h))
+                p.lease_position_of(lease, h)
             }
             (None, None) => return Err(CoreError::bad("missing_field", "an ack names a transactionId or an offset")),
         }

@@ -153,6 +153,16 @@ impl Partition {
         read_ok(self.files.as_ref()?.txid_at(offset), self.id)
     }
 
+    /// The position in `lease` of the message whose transaction-id hash is `h`. Looks from
+    /// the first unsettled message on, so acks in delivery order cost one index read each:
+    /// a scan from the start read up to the whole lease's `.txid` records per ack (D29 made
+    /// each read a cache lookup), which halved consume throughput.
+    pub fn lease_position_of(&self, lease: &Lease, h: u64) -> Option<usize> {
+        let n = lease.offsets.len();
+        let first = lease.settled.iter().position(|s| !s).unwrap_or(0);
+        (first..n).chain(0..first).find(|&i| self.txid_at(lease.offsets[i]) == Some(h))
+    }
+
     /// First offset written at or after `ts`.
     pub fn offset_at_ts(&self, ts: Micros) -> u64 {
         let first = self.files.as_ref().and_then(|f| read_ok(f.first_at_or_after(ts), self.id));

@@ -124,7 +124,7 @@ impl Planner {
                 (Some(o), _) => l.offsets.iter().position(|x| *x == o),
                 (None, Some(tx)) => {
                     let h = st.txid_hash(tx);
-                    l.offsets.iter().position(|o| p.txid_at(*o) == Some(h))
+                    p.lease_position_of(l, h)
                 }
                 (None, None) => None,
             };
