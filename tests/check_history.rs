@@ -4,24 +4,11 @@
 //! history (`--generate N --out FILE`) is judged OK. No server: the checker
 //! only reads a file.
 
+mod common;
+
+use common::cli::baton;
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn baton(args: &[&str]) -> Out {
-    let o = Command::new(env!("CARGO_BIN_EXE_baton")).args(args).output().expect("run baton");
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
 
 fn history(dir: &Path, name: &str, lines: &[&str]) -> String {
     let p = dir.join(name);

@@ -7,25 +7,11 @@
 
 mod common;
 
+use common::cli::baton;
+
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Command;
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn baton(args: &[&str]) -> Out {
-    let o = Command::new(env!("CARGO_BIN_EXE_baton")).args(args).output().expect("run baton");
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
 
 fn lines(p: &Path) -> Vec<Value> {
     std::fs::read_to_string(p).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()

@@ -6,6 +6,7 @@
 use std::net::TcpListener;
 use std::path::PathBuf;
 pub mod api;
+pub mod cli;
 
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};

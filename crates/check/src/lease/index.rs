@@ -286,7 +286,7 @@ impl Ix {
         }
         for a in items {
             let Some((pop, o)) = self.resolve(h, a, op, v) else { continue };
-            if !a.status.settles() {
+            if !settles(a.status) {
                 continue;
             }
             let (part, group) = pop_key(h, pop);

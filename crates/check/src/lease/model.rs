@@ -92,19 +92,12 @@ pub enum Outcome {
     Unknown,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AckStatus {
-    Completed,
-    Failed,
-    Retry,
-    Dlq,
-}
+/// The broker's own ack statuses (the history names them `completed`, `failed`, `retry`, `dlq`).
+pub use baton_core::model::AckStatus;
 
-impl AckStatus {
-    /// Settles the message for good (no redelivery) when it takes effect.
-    pub fn settles(self) -> bool {
-        matches!(self, AckStatus::Completed | AckStatus::Dlq)
-    }
+/// Settles the message for good (no redelivery) when it takes effect.
+pub fn settles(s: AckStatus) -> bool {
+    matches!(s, AckStatus::Completed | AckStatus::Dlq)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
