@@ -72,6 +72,9 @@ pub struct FileStats {
     pub open_failures: AtomicU64,
     pub block_hits: AtomicU64,
     pub block_misses: AtomicU64,
+    /// Transaction-id hashes read back from `.txid` records (tail or file): what an ack by
+    /// transactionId costs the planner.
+    pub txid_reads: AtomicU64,
 }
 
 pub struct Store {

@@ -558,7 +558,7 @@ impl Planner {
             ));
         }
         let pos = match (it.offset, &it.txid) {
-            (Some(o), _) => lease.offsets.iter().position(|x| *x == o),
+            (Some(o), _) => lease.position(o),
             (None, Some(t)) => {
                 let h = self.state.txid_hash(t);
                 p.lease_position_of(lease, h)

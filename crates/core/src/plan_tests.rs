@@ -688,3 +688,54 @@ fn a_pop_that_finds_nothing_means_no_partition_has_anything() {
     }
     assert!(empty_pops > 50, "the test must see empty pops: {empty_pops}");
 }
+
+/// A hostile consumer acks a large lease by transactionId in reverse order, in one request:
+/// each ack must not read the lease's `.txid` records again (that was O(lease²) reads on
+/// the planner, every client stalled behind one request).
+#[test]
+fn acking_a_lease_by_transaction_id_in_reverse_reads_each_id_about_once() {
+    use std::sync::atomic::Ordering::Relaxed;
+    const N: usize = 3000;
+    let ids: Vec<String> = (0..N).map(|i| format!("m{i}")).collect();
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let reads = |f: &Fixture| f.p.state.storage.store.stats.txid_reads.load(Relaxed);
+    let item = |r: &PopResult, t: &str| AckItem {
+        part: r.part,
+        txid: Some(t.into()),
+        offset: None,
+        lease: r.lease,
+        status: AckStatus::Completed,
+        error: None,
+    };
+
+    let mut f = Fixture::new();
+    f.push(S, "q", "p", &refs[..N / 2]);
+    f.push(S, "q", "p", &refs[N / 2..]);
+    let r = f.pop(2 * S, "q", None, N as u32).unwrap();
+    assert_eq!(r.messages.len(), N);
+    let before = reads(&f);
+    let items: Vec<AckItem> = ids.iter().rev().map(|t| item(&r, t)).collect();
+    let out = f.at(3 * S).ack(None, &items);
+    f.done();
+    assert!(out.iter().all(Result::is_ok), "{:?}", out.iter().find(|o| o.is_err()));
+    let used = reads(&f) - before;
+    assert!(used <= 2 * N as u64, "{used} .txid reads to ack {N} messages");
+    assert!(f.pop(4 * S, "q", None, 10).is_none(), "every message was settled");
+
+    // The transaction path looks messages up the same way.
+    use crate::txn::{TxnAck, TxnOutcome, TxnRequest};
+    let mut f = Fixture::new();
+    f.push(S, "in", "p", &refs[..N / 2]);
+    f.push(S, "in", "p", &refs[N / 2..]);
+    let r = f.pop(2 * S, "in", None, N as u32).unwrap();
+    let before = reads(&f);
+    let acks: Vec<TxnAck> =
+        ids.iter().rev().enumerate().map(|(i, t)| TxnAck { index: i, group: None, item: item(&r, t) }).collect();
+    let t = TxnRequest { acks, required_leases: vec![r.lease.unwrap()], flat_len: N, ..Default::default() };
+    let out = f.at(3 * S).transaction(t).unwrap();
+    f.done();
+    assert!(matches!(out, TxnOutcome::Committed(ref v) if v.len() == N), "{out:?}");
+    let used = reads(&f) - before;
+    assert!(used <= 4 * N as u64, "{used} .txid reads for a transaction acking {N} messages");
+    assert!(f.pop(4 * S, "in", None, 10).is_none(), "every message was settled");
+}

@@ -541,6 +541,7 @@ impl PartitionFiles {
         if j >= s.index.msgs {
             return Ok(None);
         }
+        self.store.stats.txid_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         s.index.txid(j, &self.store, self.key(s.base, Kind::Seg), || self.file(seg, Kind::Txid)).map(|k| Some(k[0]))
     }
 

@@ -121,7 +121,7 @@ impl Planner {
                 return reject("the lease named is expired, released or not this partition's");
             }
             let pos = match (a.item.offset, &a.item.txid) {
-                (Some(o), _) => l.offsets.iter().position(|x| *x == o),
+                (Some(o), _) => l.position(o),
                 (None, Some(tx)) => {
                     let h = st.txid_hash(tx);
                     p.lease_position_of(l, h)

@@ -151,6 +151,12 @@ pub async fn prometheus(State(app): State<App>) -> Response {
         "Index block lookups read from a file.",
         f.stats.block_misses.load(Relaxed),
     );
+    counter(
+        &mut out,
+        "baton_index_txid_reads_total",
+        "Transaction-id hashes read back from .txid records (acks and transactions by transactionId).",
+        f.stats.txid_reads.load(Relaxed),
+    );
     counter(&mut out, "baton_transactions_total", "Transactions committed.", c.txns.load(Relaxed));
     counter(&mut out, "baton_planner_commands_total", "Requests judged by the planner.", c.commands.load(Relaxed));
     counter(
