@@ -119,8 +119,9 @@ impl Snapshot {
         }
         work.graveyard.append(&mut state.graveyard);
         let visit_us = started.elapsed().as_micros() as u64;
-        // Fresh copies of the partitions changed since the last checkpoint, shared ones of
-        // the rest (D31): a deep copy of 100,000 partitions paused the planner 300-400 ms.
+        // A pointer per partition to its checkpointed fields, copied on its next change
+        // while this copy lives (D32): deep copies paused the planner 300-400 ms for
+        // 100,000 partitions, and re-copying only the changed ones still 117 ms for 36,000.
         let parts = crate::parts::Parts::of_snapshot(state.parts.snapshot());
         let live = std::mem::replace(&mut state.parts, parts);
         let copy = Box::new(state.clone());

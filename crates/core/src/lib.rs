@@ -20,6 +20,7 @@ pub mod kv;
 pub mod limits;
 pub mod model;
 pub mod options;
+pub mod partition;
 pub mod parts;
 pub mod plan;
 pub mod provision;

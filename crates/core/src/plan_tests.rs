@@ -271,7 +271,7 @@ fn i1_replay_rebuilds_the_same_state() {
     assert_eq!(serde_json::to_value(&replayed).unwrap(), live, "replay diverged from the live state");
     // The partition files, index files included (D29), are rebuilt byte for byte too.
     for p in f.p.state.parts.values_mut() {
-        let id = &p.id;
+        let id = &{ p.id };
         let q = replayed.parts.get_mut(id).unwrap();
         p.files.as_mut().unwrap().flush_index().unwrap();
         q.files.as_mut().unwrap().flush_index().unwrap();

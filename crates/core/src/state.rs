@@ -9,85 +9,13 @@
 use crate::appender::PendingWrite;
 use crate::entry::{Effect, Entry};
 use crate::model::*;
-use crate::store::{Found, PartitionFiles, ReadSpan, SegmentMark};
+use crate::store::PartitionFiles;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::chunked::Chunked;
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Lease {
-    pub id: LeaseId,
-    pub offsets: Vec<u64>,
-    pub settled: Vec<bool>,
-    pub expires: Micros,
-    /// (transaction-id hash, position) of every message, sorted: built on the first ack by
-    /// transactionId that is not for the first unsettled message, so acks in any order read
-    /// each `.txid` record once. Derived from the files, never checkpointed: memory is
-    /// O(unsettled messages), and only for leases acked out of order.
-    #[serde(skip)]
-    pub by_txid: std::sync::OnceLock<Arc<Vec<(u64, u32)>>>,
-    /// Every position below is settled (after a restore, a lower bound that the next
-    /// settle raises): finding the first unsettled message stays amortized O(1) per ack in
-    /// any order, not a scan from the start each time.
-    #[serde(skip)]
-    pub low: usize,
-}
-
-impl Lease {
-    pub fn new(id: LeaseId, offsets: Vec<u64>, expires: Micros) -> Lease {
-        let settled = vec![false; offsets.len()];
-        Lease { id, offsets, settled, expires, by_txid: Default::default(), low: 0 }
-    }
-
-    /// The position of `offset`. A pop leases offsets in ascending order, so this is a binary
-    /// search: a reverse-order ack of a whole lease by offset stays O(n log n).
-    pub fn position(&self, offset: u64) -> Option<usize> {
-        self.offsets.binary_search(&offset).ok()
-    }
-
-    /// The first unsettled position, or the length when all are settled.
-    pub fn first_unsettled(&self) -> usize {
-        (self.low..self.settled.len()).find(|&i| !self.settled[i]).unwrap_or(self.settled.len())
-    }
-
-    /// Settle position `i`; true when that settles the whole lease.
-    pub fn settle(&mut self, i: usize) -> bool {
-        self.settled[i] = true;
-        self.low = self.first_unsettled();
-        self.low == self.settled.len()
-    }
-}
-
-/// One group's progress through one partition.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Cursor {
-    /// Every offset below is settled.
-    pub next: u64,
-    /// Settled offsets at or above `next` (acks that arrived out of order).
-    pub done: BTreeSet<u64>,
-    /// Failures charged per offset (failed acks and expired leases).
-    pub attempts: HashMap<u64, u32>,
-    /// While a lease lives, no other consumer of the group gets this partition (FIFO).
-    pub lease: Option<Lease>,
-}
-
-impl Cursor {
-    fn settle(&mut self, offset: u64) {
-        self.attempts.remove(&offset);
-        if offset == self.next {
-            self.next += 1;
-            while self.done.remove(&self.next) {
-                self.next += 1;
-            }
-        } else if offset > self.next {
-            self.done.insert(offset);
-        }
-    }
-}
+pub use crate::partition::{Cursor, Lease, PartMeta, Partition};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DeadLetter {
@@ -96,196 +24,6 @@ pub struct DeadLetter {
     pub group: GroupId,
     pub error: Option<String>,
     pub ts: Micros,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Partition {
-    pub id: PartId,
-    pub queue: QueueId,
-    pub name: String,
-    pub created: Micros,
-    /// First offset still stored (retention moves it).
-    pub start: u64,
-    /// Next offset to assign (planned, not necessarily durable).
-    pub end: u64,
-    pub cursors: HashMap<GroupId, Cursor>,
-    /// Index of `dedup_order` (hash -> expiry of its latest push).
-    #[serde(skip)]
-    pub dedup: HashMap<TxKey, Micros>,
-    /// The dedup window, oldest first. Neither is in checkpoints or their copies: recovery
-    /// rebuilds both from the flagged keys in the `.txid` files (D29), so a checkpoint's
-    /// size does not grow with the messages pushed within the window.
-    #[serde(skip)]
-    pub dedup_order: Chunked<(Micros, TxKey)>,
-    pub marks: Vec<SegmentMark>,
-    /// Idempotent Kafka producers: epoch and their last few batches.
-    pub producers: HashMap<i64, ProducerState>,
-    #[serde(skip)]
-    pub files: Option<PartitionFiles>,
-    /// Offsets below are durable: readers that do not write (fetch) stop here.
-    #[serde(skip)]
-    pub durable: Arc<AtomicU64>,
-}
-
-/// A copy for a checkpoint: the file handles and the dedup index are not
-/// copied (the copy is only ever serialized, and neither is serialized), the
-/// durable watermark is shared. Per-message arrays are chunked, so this is
-/// cheap on the planner thread however many messages are stored.
-impl Clone for Partition {
-    fn clone(&self) -> Self {
-        Partition {
-            id: self.id,
-            queue: self.queue,
-            name: self.name.clone(),
-            created: self.created,
-            start: self.start,
-            end: self.end,
-            cursors: self.cursors.clone(),
-            dedup: HashMap::new(),
-            dedup_order: Chunked::new(),
-            marks: self.marks.clone(),
-            producers: self.producers.clone(),
-            files: None,
-            durable: self.durable.clone(),
-        }
-    }
-}
-
-impl Partition {
-    /// Rebuild the dedup window after a restart: the flagged keys of batches written in the
-    /// last `window_secs` before `now` (the last applied entry), as apply made them.
-    pub fn rebuild_dedup(&mut self, window_secs: u64, now: Micros) -> std::io::Result<()> {
-        let span = window_secs.saturating_mul(1_000_000);
-        let Some(files) = &self.files else { return Ok(()) };
-        if span == 0 {
-            return Ok(());
-        }
-        self.dedup_order = Chunked::new();
-        self.dedup = HashMap::new();
-        for (ts, key) in files.dedup_after(now.saturating_sub(span))? {
-            let exp = ts.saturating_add(span);
-            self.dedup_order.push_back((exp, key));
-            self.dedup.insert(key, exp);
-        }
-        Ok(())
-    }
-
-    /// The stored batch holding `offset` (D29: looked up in the partition's index files).
-    pub fn find(&self, offset: u64) -> Option<Found> {
-        if offset < self.start || offset >= self.end {
-            return None;
-        }
-        read_ok(self.files.as_ref()?.find(offset), self.id)
-    }
-
-    pub fn ts_of(&self, offset: u64) -> Option<Micros> {
-        self.find(offset).map(|f| f.rec.ts)
-    }
-
-    pub fn txid_at(&self, offset: u64) -> Option<u64> {
-        if offset < self.start || offset >= self.end {
-            return None;
-        }
-        read_ok(self.files.as_ref()?.txid_at(offset), self.id)
-    }
-
-    /// The position in `lease` of the message whose transaction-id hash is `h`: the first
-    /// unsettled one with that hash at or after the first unsettled message, else the first
-    /// with it. Acks in delivery order cost one index read each (the first unsettled message
-    /// is tried first); any other order reads the lease's `.txid` records once into
-    /// `Lease::by_txid` and looks up there. A scan per ack was O(lease²) reads on the planner
-    /// for one hostile request acking in reverse.
-    pub fn lease_position_of(&self, lease: &Lease, h: u64) -> Option<usize> {
-        let first = lease.first_unsettled();
-        if let Some(&o) = lease.offsets.get(first) {
-            if self.txid_at(o) == Some(h) {
-                return Some(first);
-            }
-        }
-        let built;
-        let index = match lease.by_txid.get() {
-            Some(v) => v,
-            None => {
-                let mut v = Vec::with_capacity(lease.offsets.len());
-                let mut whole = true;
-                for (i, &o) in lease.offsets.iter().enumerate() {
-                    let Some(files) = self.files.as_ref().filter(|_| self.start <= o && o < self.end) else {
-                        continue;
-                    };
-                    match files.txid_at(o) {
-                        Ok(Some(t)) => v.push((t, i as u32)),
-                        Ok(None) => {}
-                        // A read that failed is tried again by the next ack: keep no index
-                        // that misses it.
-                        e @ Err(_) => whole &= read_ok(e, self.id).is_some(),
-                    }
-                }
-                v.sort_unstable();
-                built = Arc::new(v);
-                if whole {
-                    let _ = lease.by_txid.set(built.clone());
-                }
-                &built
-            }
-        };
-        let at = index.partition_point(|e| e.0 < h);
-        let same = index[at..].iter().take_while(|e| e.0 == h).map(|e| e.1 as usize);
-        let mut found = None;
-        for i in same {
-            if i >= first && !lease.settled[i] {
-                return Some(i);
-            }
-            found = found.or(Some(i));
-        }
-        found
-    }
-
-    /// First offset written at or after `ts`.
-    pub fn offset_at_ts(&self, ts: Micros) -> u64 {
-        let first = self.files.as_ref().and_then(|f| read_ok(f.first_at_or_after(ts), self.id));
-        first.map_or(self.end, |r| r.base.max(self.start)).min(self.end)
-    }
-
-    /// Spans holding the given offsets (sorted ascending), one per batch.
-    pub fn spans_for(&self, offsets: &[u64]) -> Vec<ReadSpan> {
-        let mut out = Vec::new();
-        let Some(files) = &self.files else { return out };
-        let mut last: Option<Found> = None;
-        for &o in offsets {
-            if last.is_some_and(|l| l.rec.base <= o && o < l.rec.end()) {
-                continue;
-            }
-            let Some(f) = self.find(o) else { continue };
-            last = Some(f);
-            if let Some(s) = read_ok(files.span(f.seg, &f.rec).map(Some), self.id) {
-                out.push(s);
-            }
-        }
-        out
-    }
-
-    /// The newest stored offset with this transaction-id hash, among the last `limit`.
-    pub fn scan_txid(&self, h: u64, limit: u64) -> Option<u64> {
-        read_ok(self.files.as_ref()?.scan_txid(h, self.start, limit), self.id).filter(|o| *o < self.end)
-    }
-
-    pub fn durable_end(&self) -> u64 {
-        self.durable.load(Ordering::Acquire)
-    }
-}
-
-/// A failed index read: damage (reported, as a damaged batch is) unless it is only a
-/// missing resource (out of descriptors, say), which is logged; either way not found.
-fn read_ok<T>(r: std::io::Result<Option<T>>, part: PartId) -> Option<T> {
-    r.unwrap_or_else(|e| {
-        use std::io::ErrorKind::*;
-        if matches!(e.kind(), NotFound | UnexpectedEof | InvalidData) {
-            crate::damage::report(&format!("partition {part} index: {e}"));
-        } else {
-            tracing::warn!(part, error = %e, "could not read a partition index");
-        }
-        None
-    })
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -456,8 +194,9 @@ impl State {
     pub fn prepare_append(&mut self, part: PartId) -> Result<(), crate::command::CoreError> {
         let prov = self.storage.provisioner.clone();
         let Some(p) = self.parts.get_mut(&part) else { return Ok(()) };
+        let end = p.end;
         let Some(f) = p.files.as_mut() else { return Ok(()) };
-        f.prepare(p.end, prov.as_deref()).map_err(|e| {
+        f.prepare(end, prov.as_deref()).map_err(|e| {
             crate::command::CoreError::new(
                 crate::command::ErrorKind::Unavailable,
                 "storage_busy",
@@ -547,21 +286,20 @@ impl State {
                 }
                 self.parts.insert(
                     id,
-                    Partition {
-                        id,
-                        queue: *queue,
-                        name: name.clone(),
-                        created: ts,
-                        start: 0,
-                        end: 0,
-                        cursors: HashMap::new(),
-                        dedup: HashMap::new(),
-                        dedup_order: Chunked::new(),
-                        marks: Vec::new(),
-                        producers: HashMap::new(),
-                        files: Some(files),
-                        durable: Arc::new(AtomicU64::new(0)),
-                    },
+                    Partition::new(
+                        PartMeta {
+                            id,
+                            queue: *queue,
+                            name: name.clone(),
+                            created: ts,
+                            start: 0,
+                            end: 0,
+                            cursors: HashMap::new(),
+                            marks: Vec::new(),
+                            producers: HashMap::new(),
+                        },
+                        Some(files),
+                    ),
                 );
             }
             Effect::CreateGroup { name, from_ts } => {
@@ -580,6 +318,7 @@ impl State {
                 let Some(p) = self.parts.get_mut(part) else {
                     return Ok(());
                 };
+                let end = p.end;
                 let files = p.files.as_mut().ok_or_else(|| ApplyError("partition has no files".into()))?;
                 let prov = self.storage.provisioner.as_deref();
                 // One key per message, whatever the entry carries (I1: the same on replay): the
@@ -597,11 +336,11 @@ impl State {
                     })
                     .collect();
                 let placed = if self.storage.defer_writes {
-                    files.reserve(p.end, ts, &hashes, batch.len() as u64, prov).map(|(_, pos, file)| {
+                    files.reserve(end, ts, &hashes, batch.len() as u64, prov).map(|(_, pos, file)| {
                         self.pending_writes.push(PendingWrite { file, pos, bytes: batch.clone() });
                     })
                 } else {
-                    files.append(p.end, ts, &hashes, batch, prov).map(|_| ())
+                    files.append(end, ts, &hashes, batch, prov).map(|_| ())
                 };
                 placed.map_err(|e| ApplyError(format!("append to partition {part}: {e}")))?;
                 p.end += *count as u64;
