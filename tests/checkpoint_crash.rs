@@ -89,6 +89,9 @@ async fn a_crash_at_any_checkpoint_phase_loses_nothing() {
         api.s.clear_envs();
         api.s.restart();
         api.c = client();
+        // New leases long enough for a hundred acks one by one on a loaded machine (a lease
+        // open at the crash keeps the 1 s it was given).
+        api.configure("keep", json!({"leaseTime": 60})).await;
         // Every answered push is there once; every ack holds (I6).
         let mut seen = BTreeSet::new();
         for _ in 0..10_000 {

@@ -59,6 +59,9 @@ pub struct Unsynced {
     pub files: Vec<PathBuf>,
     pub dirs: Vec<PathBuf>,
     pub graveyard: Vec<PathBuf>,
+    /// Some of the files to sync were not named (`files` does not list them): only a sync
+    /// of the whole filesystem covers them.
+    pub unnamed: bool,
 }
 
 impl Unsynced {
@@ -67,6 +70,7 @@ impl Unsynced {
         self.files.extend(other.files);
         self.dirs.extend(other.dirs);
         self.graveyard.extend(other.graveyard);
+        self.unnamed |= other.unnamed;
     }
 }
 
@@ -95,8 +99,6 @@ impl Snapshot {
     pub fn take(state: &mut State) -> Result<Snapshot, CheckpointError> {
         let prov = state.storage.provisioner.clone();
         // Only the partitions changed since the last checkpoint (D31): the others' marks are
-        // what that one recorded, and a pass over every partition paused the planner.
-        // Only the partitions changed since the last checkpoint (D31): the others' marks are
         // what that one recorded, and a pass over every partition paused the planner. No
         // index record is written here: the checkpoint's thread writes them (cold files
         // opened by the thousand were a pause of a second and more at 100,000 partitions).
@@ -104,10 +106,14 @@ impl Snapshot {
         state.confirm_index_writes();
         let ids = std::mem::take(&mut *state.storage.store.waiting.checkpoint.lock());
         let mut work = std::mem::take(&mut *state.storage.unsynced.lock());
+        // A listed partition has (usually) one written segment, three files: past
+        // SYNCFS_FROM files the filesystem is synced at once, and no file needs a name.
+        let by_name = state.storage.fs_sync.is_none() || !cfg!(target_os = "linux") || ids.len() * 3 <= SYNCFS_FROM;
+        work.unnamed |= !by_name;
         for id in &ids {
             let Some(p) = state.parts.get_mut(id) else { continue };
             if let Some(f) = p.files.as_mut() {
-                let part = f.checkpoint(prov.as_deref());
+                let part = f.checkpoint(prov.as_deref(), by_name);
                 p.marks = part.marks;
                 work.tails.extend(part.tails);
                 work.files.extend(part.files);
@@ -167,7 +173,7 @@ impl Snapshot {
         crate::failpoint::hit("checkpoint.index_flushed");
         let mut seen = std::collections::HashSet::new();
         let files: Vec<&PathBuf> = work.files.iter().filter(|p| seen.insert(*p)).collect();
-        let many = files.len() + work.dirs.len() > SYNCFS_FROM;
+        let many = work.unnamed || files.len() + work.dirs.len() > SYNCFS_FROM;
         if let Some(d) = self.fs_sync.as_ref().filter(|_| many && cfg!(target_os = "linux")) {
             // One flush of the filesystem instead of a journal commit per file: 15,000
             // partitions written in an interval are 45,000 fsyncs, each in front of the

@@ -223,7 +223,7 @@ impl SegIndex {
                 .copied()
                 .ok_or_else(|| io::Error::other(format!("index record {i} past the end ({})", self.batches)));
         }
-        read_record(store, key, Kind::Idx, i * REC, REC, &*idx()?, BatchRec::decode)
+        read_record(store, key, Kind::Idx, i * REC, REC, idx, BatchRec::decode)
     }
 
     /// The `.txid` record of message `j` (0-based within the segment).
@@ -241,7 +241,7 @@ impl SegIndex {
                 .copied()
                 .ok_or_else(|| io::Error::other(format!("transaction-id hash {j} past the end ({})", self.msgs)));
         }
-        read_record(store, key, Kind::Txid, j * TXID, TXID, &*txid()?, decode_txid)
+        read_record(store, key, Kind::Txid, j * TXID, TXID, txid, decode_txid)
     }
 
     /// The unflushed hashes, newest last (for scans that must not go through the cache).
@@ -258,7 +258,7 @@ fn read_record<T>(
     kind: Kind,
     at: u64,
     len: u64,
-    file: &File,
+    file: impl FnOnce() -> io::Result<std::sync::Arc<File>>,
     decode: impl FnOnce(&[u8]) -> T,
 ) -> io::Result<T> {
     let b = store.block(FileKey { kind, ..key }, at / BLOCK, file)?;

@@ -122,7 +122,7 @@ fn partitions_are_listed_once_for_each_pass_that_has_work_for_them() {
     parts[9].append(0, 0, &[[1, 0]], b"a", None).unwrap();
     assert_eq!(drain(&st.waiting.sweep), vec![7, 9]);
     assert_eq!(drain(&st.waiting.checkpoint), vec![7, 9]);
-    let c = parts[7].checkpoint(None);
+    let c = parts[7].checkpoint(None, true);
     assert_eq!(c.marks, parts[7].marks());
     assert_eq!((c.marks.len(), c.marks[1].batches, c.marks[1].msgs), (2, 2, 2));
     assert_eq!(c.files.len(), 6, "both segments' three files");
@@ -135,7 +135,7 @@ fn partitions_are_listed_once_for_each_pass_that_has_work_for_them() {
     assert!(drain(&st.waiting.sweep).is_empty(), "nothing pinned: not listed again");
     assert_eq!(parts[7].retire_below(1).len(), 3);
     assert_eq!(drain(&st.waiting.checkpoint), vec![7], "a retirement changes the marks");
-    let c = parts[7].checkpoint(None);
+    let c = parts[7].checkpoint(None, true);
     assert_eq!((c.marks.len(), c.marks[0].base, c.files.len()), (1, 1, 0));
     assert_eq!(c.tails.len(), 1, "a checkpoint hands out every record not confirmed, again");
     parts[7].append(3, 3, &[[3, 0]], b"w", None).unwrap();
