@@ -1,6 +1,13 @@
 //! `--spawn`: run a Baton of our own on a free loopback port with a fresh
 //! data directory; SIGKILL it and restart it on the same port and directory,
 //! or SIGSTOP and SIGCONT it (fault injection); stop it when done.
+//!
+//! With the fault shim (crates/faults, `libbaton_faults.so`) it is started
+//! under `LD_PRELOAD` with `BATON_FAULTS_CTL` naming a control file in its
+//! temp directory, and [`Broker::set_faults`] switches fsync, disk and clock
+//! faults at run time. Every start clears that file first: a restarted
+//! broker never inherits a fault. Must never put the shim into a process it
+//! was not asked to (only `start_with_shim` does).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -19,6 +26,66 @@ pub struct Broker {
     args: Vec<String>,
     /// How many times it was killed with SIGKILL.
     pub kills: u32,
+    /// The fault shim, when started with one.
+    shim: Option<Shim>,
+}
+
+/// The preloaded fault shim of a broker: its library, control file and generation.
+struct Shim {
+    lib: PathBuf,
+    ctl: PathBuf,
+    generation: u64,
+}
+
+/// What the shim reports in `<ctl>.seen`: the generation in force and, per fault, how many
+/// calls it changed since this process started.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Seen {
+    pub generation: u64,
+    pub bad: u64,
+    pub fsync_failed: u64,
+    pub fsync_slowed: u64,
+    pub enospc: u64,
+    pub clock_shifted: u64,
+}
+
+impl Seen {
+    fn parse(text: &str) -> Seen {
+        let mut s = Seen::default();
+        for line in text.lines() {
+            let mut w = line.split_whitespace();
+            let (Some(k), Some(Ok(v))) = (w.next(), w.next().map(str::parse::<u64>)) else { continue };
+            match k {
+                "gen" => s.generation = v,
+                "bad" => s.bad = v,
+                "fsync_failed" => s.fsync_failed = v,
+                "fsync_slowed" => s.fsync_slowed = v,
+                "enospc" => s.enospc = v,
+                "clock_shifted" => s.clock_shifted = v,
+                _ => {}
+            }
+        }
+        s
+    }
+}
+
+/// Where `libbaton_faults.so` is for the `baton` at `bin`: beside it (`cargo build -p
+/// baton-faults`) or in its `deps/` (`cargo test` builds it there); the newer of the two.
+pub fn find_shim(bin: &Path) -> Result<PathBuf, String> {
+    let dir = bin.parent().unwrap_or(Path::new("."));
+    let beside = dir.join("libbaton_faults.so");
+    [beside.clone(), dir.join("deps").join("libbaton_faults.so")]
+        .into_iter()
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .max()
+        .map(|(_, p)| p)
+        .ok_or_else(|| {
+            format!(
+                "the fault shim {} is missing (the clock, fsync and disk-full faults load it into the broker): \
+                 build it with `cargo build --release -p baton-faults`",
+                beside.display()
+            )
+        })
 }
 
 pub fn free_port() -> Result<u16, String> {
@@ -34,10 +101,20 @@ impl Broker {
 
     /// [`Broker::start`] with more `serve` flags (kept for every restart).
     pub fn start_with(bin: Option<&Path>, args: &[&str]) -> Result<Broker, String> {
-        let bin = match bin {
-            Some(b) => b.to_path_buf(),
-            None => std::env::current_exe().map_err(|e| format!("current executable: {e}"))?,
-        };
+        Self::start_with_shim(bin, args, None)
+    }
+
+    /// The executable `start_with` runs: `bin`, or this one.
+    pub fn exe(bin: Option<&Path>) -> Result<PathBuf, String> {
+        match bin {
+            Some(b) => Ok(b.to_path_buf()),
+            None => std::env::current_exe().map_err(|e| format!("current executable: {e}")),
+        }
+    }
+
+    /// [`Broker::start_with`], preloading the fault shim at `shim` when given (every restart too).
+    pub fn start_with_shim(bin: Option<&Path>, args: &[&str], shim: Option<&Path>) -> Result<Broker, String> {
+        let bin = Self::exe(bin)?;
         let dir = tempfile::Builder::new().prefix("baton-check-").tempdir().map_err(|e| format!("temp dir: {e}"))?;
         let port = free_port()?;
         let mut b = Broker {
@@ -50,8 +127,13 @@ impl Broker {
             dir: Some(dir),
             args: args.iter().map(|a| a.to_string()).collect(),
             kills: 0,
+            shim: None,
         };
-        b.spawn()?;
+        if let Some(lib) = shim {
+            let lib = lib.canonicalize().map_err(|e| format!("{}: {e}", lib.display()))?;
+            b.shim = Some(Shim { lib, ctl: b.log.with_file_name("faults.ctl"), generation: 0 });
+        }
+        b.spawn("")?;
         Ok(b)
     }
 
@@ -59,13 +141,22 @@ impl Broker {
         &self.data
     }
 
-    fn spawn(&mut self) -> Result<(), String> {
+    /// Start `serve`; with the shim, under exactly `faults` (usually none).
+    fn spawn(&mut self, faults: &str) -> Result<(), String> {
         let logf = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.log)
             .map_err(|e| format!("{}: {e}", self.log.display()))?;
-        let child = Command::new(&self.bin)
+        let mut cmd = Command::new(&self.bin);
+        if let Some(sh) = &mut self.shim {
+            // A fresh process starts with no fault (unless asked), whatever the last one was under.
+            sh.generation += 1;
+            write_ctl(&sh.ctl, &format!("gen {}\n{faults}\n", sh.generation))?;
+            let _ = std::fs::remove_file(seen_path(&sh.ctl));
+            cmd.env("LD_PRELOAD", &sh.lib).env("BATON_FAULTS_CTL", &sh.ctl);
+        }
+        let child = cmd
             .arg("serve")
             .arg("--http-addr")
             .arg(format!("127.0.0.1:{}", self.port))
@@ -148,8 +239,66 @@ impl Broker {
     /// Start again on the same port and data directory; waits for /health.
     pub fn restart(&mut self) -> Result<Duration, String> {
         let t = Instant::now();
-        self.spawn()?;
+        self.spawn("")?;
         Ok(t.elapsed())
+    }
+
+    /// [`Broker::restart`] with these shim faults in force from the process's first
+    /// instruction (a clock that is off when the node starts).
+    pub fn restart_under(&mut self, faults: &str) -> Result<Duration, String> {
+        if self.shim.is_none() {
+            return Err("the broker was started without the fault shim".into());
+        }
+        let t = Instant::now();
+        self.spawn(faults)?;
+        Ok(t.elapsed())
+    }
+
+    /// Put these shim commands in force (`fsync fail`, `disk full`, `clock -3600000`...;
+    /// empty: none) and wait until the broker's shim reports them applied.
+    pub fn set_faults(&mut self, commands: &str) -> Result<(), String> {
+        let sh = self.shim.as_mut().ok_or("the broker was started without the fault shim")?;
+        sh.generation += 1;
+        let generation = sh.generation;
+        write_ctl(&sh.ctl, &format!("gen {generation}\n{commands}\n"))?;
+        // The shim looks at the file from inside the broker's next intercepted call (its
+        // timers read the clock all the time), at most every 10 ms.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let seen = self.faults_seen();
+            if seen.generation == generation {
+                if seen.bad > 0 {
+                    return Err(format!("the fault shim did not understand {commands:?}"));
+                }
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("the broker's fault shim did not take {commands:?} within 5 s (it saw {seen:?})"));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// What the shim of the running process reports (all zero before its first report).
+    pub fn faults_seen(&self) -> Seen {
+        self.shim
+            .as_ref()
+            .and_then(|sh| std::fs::read_to_string(seen_path(&sh.ctl)).ok())
+            .map(|t| Seen::parse(&t))
+            .unwrap_or_default()
+    }
+
+    /// GET /health: its status and body, or None when nothing answered within 2 s.
+    pub fn health(&self) -> Option<(u16, String)> {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        s.write_all(b"GET /health HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+        let mut buf = String::new();
+        s.read_to_string(&mut buf).ok()?;
+        let status = buf.split_whitespace().nth(1)?.parse().ok()?;
+        let body = buf.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_string();
+        Some((status, body))
     }
 
     /// Fails if the server exited on its own.
@@ -173,11 +322,37 @@ impl Broker {
     }
 }
 
+fn seen_path(ctl: &Path) -> PathBuf {
+    let mut s = ctl.as_os_str().to_owned();
+    s.push(".seen");
+    PathBuf::from(s)
+}
+
+/// Replace the control file at once (a rename): the shim never reads half of one.
+fn write_ctl(ctl: &Path, text: &str) -> Result<(), String> {
+    let tmp = ctl.with_extension("tmp");
+    std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, ctl).map_err(|e| format!("{}: {e}", ctl.display()))
+}
+
 impl Drop for Broker {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shims_report_is_read_whatever_is_in_it() {
+        let s = Seen::parse("gen 7\nbad 0\nfsync_failed 3\nfsync_slowed 0\nenospc 12\nclock_shifted 99\n");
+        assert_eq!(s, Seen { generation: 7, fsync_failed: 3, enospc: 12, clock_shifted: 99, ..Seen::default() });
+        assert_eq!(Seen::parse(""), Seen::default());
+        assert_eq!(Seen::parse("gen\ngen x\nnew_counter 5\n\u{0}"), Seen::default());
     }
 }

@@ -8,8 +8,9 @@
 //! Owns what one client holds (its leases, what it pushed) and the mapping of
 //! each answer to `ok` / `failed` / `unknown`. Must never send a request
 //! before its invocation line is written, never write `failed` unless the
-//! broker certainly changed nothing (a 4xx, `success: false`, a rollback),
-//! and never retry a write by itself under a new transactionId.
+//! broker certainly changed nothing (a 4xx, `success: false`, a rollback, a
+//! latched node's refusal at its door; never any other 5xx), and never retry
+//! a write by itself under a new transactionId.
 
 use super::writer::{obj, End, Rec};
 use super::{Ctx, GROUPS};
@@ -44,11 +45,23 @@ fn refusal(e: &Error) -> String {
     e.code().map(str::to_string).or_else(|| e.status().map(|s| format!("http_{s}"))).unwrap_or_else(|| e.to_string())
 }
 
-/// A request that got no answer we can read is unknown; a refusal (4xx) changed nothing.
+/// How a latched node refuses a request at its door (crates/core/src/runner.rs, `failed()`):
+/// the request was never planned. A latch also answers 503 `not durable: ...` to requests
+/// already planned, and those may well be applied: their entry can be in the WAL file and
+/// comes back at the restart (a push answered so was in the log after a SIGKILL and
+/// restart; tests/check_history_faults.rs).
+const LATCHED_REFUSAL: &str = "storage failed, refusing writes";
+
+/// The error a door refusal of a latched node is recorded with.
+pub const LATCHED: &str = "storage_failed";
+
+/// A request that got no answer we can read is unknown; a refusal (4xx, or a latched
+/// node's refusal at its door) changed nothing.
 fn end_of_err(e: &Error) -> End {
     match e {
         Error::Api { status, .. } if *status < 500 => End::Failed(refusal(e)),
-        // 5xx, transport, and a 2xx we cannot read: it may have been applied.
+        Error::Api { status: 503, message, .. } if message.starts_with(LATCHED_REFUSAL) => End::Failed(LATCHED.into()),
+        // Any other 5xx, transport, and a 2xx we cannot read: it may have been applied.
         _ => End::Unknown,
     }
 }
@@ -81,9 +94,10 @@ impl Client {
         &self.cx.rec
     }
 
-    /// Write a completion, counting answers lost in a row.
+    /// Write a completion, counting answers lost (or refused by a latched node) in a row.
     fn done(&mut self, id: u64, end: End) {
-        self.lost = if matches!(end, End::Unknown) { self.lost + 1 } else { 0 };
+        let down = matches!(&end, End::Unknown) || matches!(&end, End::Failed(w) if w == LATCHED);
+        self.lost = if down { self.lost + 1 } else { 0 };
         self.cx.rec.complete(id, self.me, end);
     }
 

@@ -6,7 +6,8 @@
 //! - `clients`: the client tasks (push, pop, ack, extend, transaction), each
 //!   request an invocation before it is sent and a completion once answered;
 //! - `nemesis`: SIGKILL + restart and SIGSTOP + SIGCONT of a spawned broker,
-//!   each inside a `nemesis` window;
+//!   and through the fault shim (crates/faults) a jumped wall clock, failing
+//!   or slow fsync and a full disk, each inside a `nemesis` window;
 //! - `final_state`: once nothing is in flight, what is waiting, the DLQ and
 //!   every partition's whole log.
 //!
@@ -53,9 +54,15 @@ pub struct RecordArgs {
     /// The queues' leaseTime in ms (whole seconds: Baton's leaseTime is in seconds).
     #[arg(long, default_value_t = 2000)]
     pub lease_ms: u64,
-    /// Faults to inject in turn (--spawn only): kill (SIGKILL + restart), stop (SIGSTOP past the lease time + SIGCONT).
+    /// Faults to inject in turn (--spawn only): kill (SIGKILL + restart), stop (SIGSTOP past the lease time + SIGCONT),
+    /// and through the fault shim: clock (wall clock ±1 h), fsync (EIO: the node latches; restart),
+    /// fsync-slow (+300 ms a sync), disk-full (ENOSPC), clock-restart (a restart 1 h ahead; docs/check.md).
     #[arg(long, value_delimiter = ',', requires = "spawn")]
     pub nemesis: Vec<String>,
+    /// The fault shim the clock, fsync and disk-full faults preload into the broker
+    /// (default: libbaton_faults.so beside the executable, or in its deps/).
+    #[arg(long, value_name = "PATH", requires = "spawn")]
+    pub faults_lib: Option<PathBuf>,
     /// Quiet time between two faults.
     #[arg(long, default_value_t = 1500)]
     pub nemesis_interval_ms: u64,
@@ -99,14 +106,26 @@ pub fn run(a: &super::HistoryArgs) -> Result<i32, String> {
     if r.clients == 0 || r.partitions == 0 || r.duration == 0 {
         return Err("--clients, --partitions and --duration must be at least 1".into());
     }
-    if !r.spawn && (!r.nemesis.is_empty() || r.exe.is_some()) {
+    if !r.spawn && (!r.nemesis.is_empty() || r.exe.is_some() || r.faults_lib.is_some()) {
         // Checked here: clap's `requires` takes the flag's default (false) as present.
-        return Err("--nemesis and --exe need --spawn (only a broker we started can be killed)".into());
+        return Err("--nemesis, --exe and --faults-lib need --spawn (only a broker we started can be killed)".into());
     }
     let faults = nemesis::parse(&r.nemesis)?;
+    // Only a run that asks for a shim fault gets the shim: kill and stop need nothing in the broker.
+    let shim = match (faults.iter().any(|f| f.needs_shim()), &r.faults_lib) {
+        (false, _) => None,
+        (true, Some(p)) if p.exists() => Some(p.clone()),
+        (true, Some(p)) => {
+            return Err(format!("--faults-lib {}: no such file (cargo build --release -p baton-faults)", p.display()))
+        }
+        (true, None) => Some(crate::broker::find_shim(&Broker::exe(r.exe.as_deref())?)?),
+    };
     let out = a.out.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("baton-history-{}.jsonl", a.seed)));
-    let mut broker =
-        if r.spawn { Some(Broker::start_with(r.exe.as_deref(), &["--kafka-addr", "127.0.0.1:0"])?) } else { None };
+    let mut broker = if r.spawn {
+        Some(Broker::start_with_shim(r.exe.as_deref(), &["--kafka-addr", "127.0.0.1:0"], shim.as_deref())?)
+    } else {
+        None
+    };
     let url = broker.as_ref().map_or_else(|| r.addr.clone().expect("--addr without --spawn"), |b| b.url.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -98,7 +98,19 @@ impl Rec {
 
     /// A fault window's edge.
     pub fn nemesis(&self, fault: &str, phase: &str) {
-        self.line(serde_json::json!({"type": "nemesis", "t": self.now_us(), "fault": fault, "phase": phase}));
+        self.nemesis_with(fault, phase, Map::new());
+    }
+
+    /// A fault window's edge with what the fault did (fields the checker ignores).
+    pub fn nemesis_with(&self, fault: &str, phase: &str, details: Map<String, Value>) {
+        let mut m = obj([
+            ("type", "nemesis".into()),
+            ("t", self.now_us().into()),
+            ("fault", fault.into()),
+            ("phase", phase.into()),
+        ]);
+        m.extend(details);
+        self.line(Value::Object(m));
     }
 }
 
