@@ -1,42 +1,116 @@
-//! The engine's clock: wall-clock time read once at start, advanced by the
-//! monotonic clock from then on. Entry timestamps (I5), lease expiry, delays,
-//! retention and timers all run on it, so a jump of the system clock while the
-//! process runs neither expires a live lease (forward) nor stretches new ones
-//! (back): a 60 s lease lasts 60 s of real time (issue 12 item 14). What it
-//! gives up: a deliberate correction of the system clock shows in message
-//! timestamps only after a restart; across a restart I5's `max(now, last + 1)`
-//! keeps entry time from going back. Must never read the wall clock after the
-//! anchor is taken.
+//! The engine's clock. Entry timestamps (I5), lease expiry, delays, retention
+//! and timers all run on it: the boot clock (`CLOCK_BOOTTIME`, which no one
+//! sets and which counts suspend) plus an offset fixed at start. So a jump of
+//! the system clock while the process runs neither expires a live lease
+//! (forward) nor stretches new ones (back): a 60 s lease lasts 60 s of real
+//! time (issue 12 item 14).
+//!
+//! Across a restart on the same boot the offset is the one the last run used
+//! (`<data>/clock` holds the boot id and the offset), so a restart with the
+//! system clock an hour off neither expires every inherited lease and dedup
+//! window at once nor holds the leases it grants for an extra hour (both found
+//! by `baton check history --nemesis clock-restart`, D33). After a reboot the
+//! wall clock anchors it again, but never behind the last entry in the log.
+//! What it gives up: a correction of the system clock shows in message
+//! timestamps only after a reboot, or a start after deleting `<data>/clock`.
+//! Must never read the wall clock except to anchor.
 
 use crate::model::Micros;
-use std::sync::OnceLock;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::path::Path;
+use std::sync::atomic::{AtomicI64, Ordering::SeqCst};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Engine time = boot-clock microseconds + this; unset until the first use or `start`.
+static OFFSET: AtomicI64 = AtomicI64::new(i64::MIN);
+
+const FILE: &str = "clock";
 
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
-    anchor_wall: Micros,
-    anchor: Instant,
+    offset: i64,
 }
 
 impl Clock {
-    /// Anchored now, at `wall` microseconds since the epoch.
+    /// A clock that reads `wall` microseconds since the epoch now.
     pub fn anchored_at(wall: Micros) -> Clock {
-        Clock { anchor_wall: wall, anchor: Instant::now() }
+        Clock { offset: wall as i64 - boot_micros() }
     }
 
     pub fn now(&self) -> Micros {
-        self.anchor_wall.saturating_add(self.anchor.elapsed().as_micros() as u64)
+        (boot_micros() + self.offset).max(0) as Micros
     }
+}
+
+fn boot_micros() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec for the call to fill in.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    assert_eq!(r, 0, "CLOCK_BOOTTIME is always there on Linux");
+    ts.tv_sec * 1_000_000 + ts.tv_nsec / 1_000
 }
 
 fn system_micros() -> Micros {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
 }
 
-/// The process's clock, anchored at its first use.
+/// The process's clock: the one `start` set, else anchored on the wall clock at first use
+/// (tools, and anything read before the engine starts).
 pub fn now() -> Micros {
-    static CLOCK: OnceLock<Clock> = OnceLock::new();
-    CLOCK.get_or_init(|| Clock::anchored_at(system_micros())).now()
+    let mut o = OFFSET.load(SeqCst);
+    if o == i64::MIN {
+        let fresh = Clock::anchored_at(system_micros()).offset;
+        o = match OFFSET.compare_exchange(i64::MIN, fresh, SeqCst, SeqCst) {
+            Ok(_) => fresh,
+            Err(set) => set,
+        };
+    }
+    (boot_micros() + o).max(0) as Micros
+}
+
+/// Anchor the engine's clock for the data directory `dir`, whose log's last entry is at
+/// `last_ts` (see [`anchor`]). Called once, after recovery and before anything is planned.
+pub fn start(dir: &Path, last_ts: Micros) -> Result<(), String> {
+    OFFSET.store(anchor(dir, last_ts)?, SeqCst);
+    Ok(())
+}
+
+/// The offset for `dir`: the last run's on this boot, else the wall clock's; never behind
+/// `last_ts` (I5). Recorded in `<dir>/clock` for the next run.
+fn anchor(dir: &Path, last_ts: Micros) -> Result<i64, String> {
+    let boot = boot_id();
+    let path = dir.join(FILE);
+    let saved = std::fs::read_to_string(&path).ok().and_then(|s| parse(&s));
+    let mut offset = match (&boot, saved) {
+        (Some(b), Some((sb, o))) if *b == sb => o,
+        _ => Clock::anchored_at(system_micros()).offset,
+    };
+    offset = offset.max(last_ts as i64 + 1 - boot_micros());
+    if let Some(b) = boot {
+        write(dir, &path, &format!("{b} {offset}\n")).map_err(|e| format!("write {}: {e}", path.display()))?;
+    }
+    Ok(offset)
+}
+
+fn boot_id() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    Some(s.trim().to_string()).filter(|s| !s.is_empty() && !s.contains(' '))
+}
+
+fn parse(s: &str) -> Option<(String, i64)> {
+    let (b, o) = s.trim().split_once(' ')?;
+    Some((b.to_string(), o.parse().ok()?))
+}
+
+/// Replace the file whole (a torn one would read as no file: the wall clock anchors).
+fn write(dir: &Path, path: &Path, text: &str) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{FILE}.tmp"));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        std::io::Write::write_all(&mut f, text.as_bytes())?;
+        f.sync_data()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]
@@ -44,7 +118,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn time_advances_with_the_monotonic_clock_not_the_wall_clock() {
+    fn time_advances_with_the_boot_clock_not_the_wall_clock() {
         // An anchor an hour behind the system clock stays an hour behind: nothing the system
         // clock says later moves it.
         let hour = 3_600_000_000;
@@ -57,5 +131,27 @@ mod tests {
         let d = c.now() - a;
         assert!((20_000..1_000_000).contains(&d), "advanced {d} us in 20 ms");
         assert!(now() <= now(), "never goes back");
+    }
+
+    #[test]
+    fn a_restart_on_the_same_boot_continues_the_last_runs_clock_and_never_goes_behind_the_log() {
+        let d = tempfile::tempdir().unwrap();
+        let hour = 3_600_000_000i64;
+        // The last run's clock was an hour ahead of the wall clock.
+        let ahead = Clock::anchored_at(system_micros() + hour as u64).offset;
+        std::fs::write(d.path().join(FILE), format!("{} {ahead}\n", boot_id().unwrap())).unwrap();
+        let at = |o: i64| Clock { offset: o }.now() as i64;
+        let o = anchor(d.path(), 0).unwrap();
+        let lead = at(o) - system_micros() as i64;
+        assert!((hour - 1_000_000..=hour + 1_000_000).contains(&lead), "lead {lead}");
+        // Another boot's file anchors on the wall clock, and the log's last entry is a floor.
+        std::fs::write(d.path().join(FILE), format!("another-boot {ahead}\n")).unwrap();
+        let o = anchor(d.path(), 0).unwrap();
+        assert!((at(o) - system_micros() as i64).abs() < 1_000_000);
+        let last = system_micros() + 2 * hour as u64;
+        let o = anchor(d.path(), last).unwrap();
+        assert!(at(o) > last as i64, "never behind the last entry");
+        let (b, saved) = parse(&std::fs::read_to_string(d.path().join(FILE)).unwrap()).unwrap();
+        assert_eq!((b, saved), (boot_id().unwrap(), o));
     }
 }

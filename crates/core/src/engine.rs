@@ -61,7 +61,7 @@ impl EngineConfig {
     }
 }
 
-/// The engine's time (see `clock`): the wall clock at start, then monotonic.
+/// The engine's time (see `clock`): anchored at start, then the boot clock.
 pub fn wall_micros() -> Micros {
     crate::clock::now()
 }
@@ -263,6 +263,8 @@ impl Engine {
         // Before recovery reads or cuts anything.
         let lock = Arc::new(crate::dirlock::DirLock::acquire(&cfg.data_dir)?);
         let (mut state, next_index) = checkpoint::recover(storage, &wal_cfg)?;
+        // The clock continues the last run's on this boot (D33), never behind the log (I5).
+        crate::clock::start(&cfg.data_dir, state.last_ts)?;
         // Only after recovery, which deletes what is not a partition (a crash's spares too).
         state.storage.provisioner = Some(
             crate::provision::Provisioner::start_with(
