@@ -25,6 +25,10 @@ static OFFSET: AtomicI64 = AtomicI64::new(i64::MIN);
 
 const FILE: &str = "clock";
 
+/// A saved offset further than this from the wall clock's is not a clock that drifted or
+/// was set wrong but a damaged file: the wall clock anchors instead.
+const MAX_DRIFT: i64 = 366 * 86_400 * 1_000_000;
+
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
     offset: i64,
@@ -37,7 +41,7 @@ impl Clock {
     }
 
     pub fn now(&self) -> Micros {
-        (boot_micros() + self.offset).max(0) as Micros
+        boot_micros().saturating_add(self.offset).max(0) as Micros
     }
 }
 
@@ -64,7 +68,7 @@ pub fn now() -> Micros {
             Err(set) => set,
         };
     }
-    (boot_micros() + o).max(0) as Micros
+    boot_micros().saturating_add(o).max(0) as Micros
 }
 
 /// Anchor the engine's clock for the data directory `dir`, whose log's last entry is at
@@ -80,11 +84,17 @@ fn anchor(dir: &Path, last_ts: Micros) -> Result<i64, String> {
     let boot = boot_id();
     let path = dir.join(FILE);
     let saved = std::fs::read_to_string(&path).ok().and_then(|s| parse(&s));
+    let wall = Clock::anchored_at(system_micros()).offset;
     let mut offset = match (&boot, saved) {
-        (Some(b), Some((sb, o))) if *b == sb => o,
-        _ => Clock::anchored_at(system_micros()).offset,
+        (Some(b), Some((sb, o))) if *b == sb && o.abs_diff(wall) <= MAX_DRIFT as u64 => o,
+        (Some(b), Some((sb, o))) if *b == sb => {
+            tracing::warn!(offset = o, "{} names an offset over a year from the wall clock's: ignored", path.display());
+            wall
+        }
+        _ => wall,
     };
-    offset = offset.max(last_ts as i64 + 1 - boot_micros());
+    let floor = i64::try_from(last_ts).unwrap_or(i64::MAX).saturating_add(1).saturating_sub(boot_micros());
+    offset = offset.max(floor);
     if let Some(b) = boot {
         write(dir, &path, &format!("{b} {offset}\n")).map_err(|e| format!("write {}: {e}", path.display()))?;
     }
@@ -131,6 +141,23 @@ mod tests {
         let d = c.now() - a;
         assert!((20_000..1_000_000).contains(&d), "advanced {d} us in 20 ms");
         assert!(now() <= now(), "never goes back");
+    }
+
+    /// A damaged or hand-made `clock` file must not move time by years (or overflow it): an
+    /// offset further than `MAX_DRIFT` from the wall clock's is ignored.
+    #[test]
+    fn an_implausible_saved_offset_is_ignored() {
+        let d = tempfile::tempdir().unwrap();
+        let wall = Clock::anchored_at(system_micros()).offset;
+        for bad in [i64::MAX, i64::MIN + 1, wall + 50 * 365 * 86_400 * 1_000_000] {
+            std::fs::write(d.path().join(FILE), format!("{} {bad}\n", boot_id().unwrap())).unwrap();
+            let o = anchor(d.path(), 0).unwrap();
+            let off = Clock { offset: o }.now() as i64 - system_micros() as i64;
+            assert!(off.abs() < 1_000_000, "offset {bad}: {off} us from the wall clock");
+        }
+        // A log entry from the far future is a floor without overflowing.
+        let o = anchor(d.path(), u64::MAX).unwrap();
+        assert!(Clock { offset: o }.now() >= i64::MAX as u64 / 2);
     }
 
     #[test]
