@@ -108,8 +108,14 @@ fn checkpoint_sees_checkpoints_and_what_they_wrote() {
         assert!(f(&k["checkpoint_bin_bytes"]) > 0.0, "{v}");
         // checkpoint.bin is renamed over at each checkpoint: it is among the files written.
         assert!(f(&k["state_written_bytes"]) >= f(&k["checkpoint_bin_bytes"]), "{v}");
-        assert!(f(&k["wal_bytes"]) > 0.0 && f(&k["rss_bytes"]) > 1e6, "{v}");
+        assert!(f(&k["rss_bytes"]) > 1e6, "{v}");
+        // A checkpoint taken while the load ran saw the log grow; one after the last push
+        // (the drain of a slow run outlasts the load) may see none.
+        if f(&k["at_secs"]) <= 3.5 {
+            assert!(f(&k["wal_bytes"]) > 0.0, "{v}");
+        }
     }
+    assert!(ck.iter().filter(|k| f(&k["wal_bytes"]) > 0.0).count() >= 2, "{v}");
 }
 
 #[test]
