@@ -30,11 +30,13 @@ pub struct Broker {
     shim: Option<Shim>,
 }
 
-/// The preloaded fault shim of a broker: its library, control file and generation.
+/// The preloaded fault shim of a broker: its library, control file and generation, and
+/// with power loss on, the mirror of what its disk would keep.
 struct Shim {
     lib: PathBuf,
     ctl: PathBuf,
     generation: u64,
+    power: Option<PathBuf>,
 }
 
 /// What the shim reports in `<ctl>.seen`: the generation in force and, per fault, how many
@@ -114,6 +116,20 @@ impl Broker {
 
     /// [`Broker::start_with`], preloading the fault shim at `shim` when given (every restart too).
     pub fn start_with_shim(bin: Option<&Path>, args: &[&str], shim: Option<&Path>) -> Result<Broker, String> {
+        Self::start_with_shim_power(bin, args, shim, false)
+    }
+
+    /// [`Broker::start_with_shim`]; with `power`, the shim also keeps the power mirror that
+    /// [`Broker::power_cut`] restores from.
+    pub fn start_with_shim_power(
+        bin: Option<&Path>,
+        args: &[&str],
+        shim: Option<&Path>,
+        power: bool,
+    ) -> Result<Broker, String> {
+        if power && shim.is_none() {
+            return Err("power loss needs the fault shim".into());
+        }
         let bin = Self::exe(bin)?;
         let dir = tempfile::Builder::new().prefix("baton-check-").tempdir().map_err(|e| format!("temp dir: {e}"))?;
         let port = free_port()?;
@@ -131,7 +147,8 @@ impl Broker {
         };
         if let Some(lib) = shim {
             let lib = lib.canonicalize().map_err(|e| format!("{}: {e}", lib.display()))?;
-            b.shim = Some(Shim { lib, ctl: b.log.with_file_name("faults.ctl"), generation: 0 });
+            let power = power.then(|| b.log.with_file_name("power"));
+            b.shim = Some(Shim { lib, ctl: b.log.with_file_name("faults.ctl"), generation: 0, power });
         }
         b.spawn("")?;
         Ok(b)
@@ -155,6 +172,10 @@ impl Broker {
             write_ctl(&sh.ctl, &format!("gen {}\n{faults}\n", sh.generation))?;
             let _ = std::fs::remove_file(seen_path(&sh.ctl));
             cmd.env("LD_PRELOAD", &sh.lib).env("BATON_FAULTS_CTL", &sh.ctl);
+            if let Some(mirror) = &sh.power {
+                // The mirror starts as the directory is now: the last cut's result.
+                cmd.env("BATON_FAULTS_POWER", mirror).env("BATON_FAULTS_POWER_ROOT", &self.data);
+            }
         }
         let child = cmd
             .arg("serve")
@@ -252,6 +273,27 @@ impl Broker {
         let t = Instant::now();
         self.spawn(faults)?;
         Ok(t.elapsed())
+    }
+
+    /// After [`Broker::kill9`]: replace the data directory with what a power cut at that
+    /// moment would have left (baton_powercut's model; `tear`: with some of the unsynced
+    /// bytes too), drawn from `seed`. The directory as it was at the kill is kept beside it
+    /// (`dead`) until the next cut.
+    pub fn power_cut(&mut self, seed: u64, tear: bool) -> Result<baton_powercut::Report, String> {
+        if self.child.is_some() {
+            return Err("a power cut needs the broker killed first".into());
+        }
+        let mirror =
+            self.shim.as_ref().and_then(|s| s.power.clone()).ok_or("the broker runs without the power mirror")?;
+        let dead = self.log.with_file_name("dead");
+        match std::fs::remove_dir_all(&dead) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(format!("{}: {e}", dead.display())),
+            _ => {}
+        }
+        std::fs::rename(&self.data, &dead)
+            .map_err(|e| format!("{} -> {}: {e}", self.data.display(), dead.display()))?;
+        baton_powercut::restore(&mirror, &dead, &self.data, seed, tear)
+            .map_err(|e| format!("restore after a power cut (mirror {}): {e}", mirror.display()))
     }
 
     /// Put these shim commands in force (`fsync fail`, `disk full`, `clock -3600000`...;

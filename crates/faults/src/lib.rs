@@ -19,6 +19,13 @@
 //!   variants, `gettimeofday`, `time`) reads MS ms off, plus PPM millionths of
 //!   the time since the skew began. CLOCK_MONOTONIC and the rest are untouched.
 //!
+//! - power loss (`BATON_FAULTS_POWER=<mirror>`, `BATON_FAULTS_POWER_ROOT=<data
+//!   dir>`, [`power`]): every sync that succeeds also brings a mirror of what a
+//!   disk would still hold up to date, and [`namespace`]'s `open`, `close`,
+//!   `ftruncate`, `rename`, `unlink`, `mkdir`, `rmdir` (and their `*at`
+//!   forms) log the directory changes; `baton_powercut::restore` rebuilds from it, after a
+//!   SIGKILL, the directory a power cut would leave.
+//!
 //! Control: `BATON_FAULTS_CTL=<file>` names a file holding the current
 //! commands (the language is [`ctl`]'s). It is checked at most every 10 ms
 //! (by `stat`, re-read when it changed or every 200 ms) from inside whichever
@@ -33,12 +40,14 @@
 //! sends can reach them. Must never call an intercepted symbol from inside
 //! itself (every real call goes through its `dlsym` pointer), allocate, or
 //! panic: it runs inside the broker's own I/O and clock reads, on any thread.
+//! (The power mirror allocates and uses std's files: only with its variables
+//! set, and with its own calls sent straight to libc, `power::INSIDE`.)
 
 mod ctl;
 
-use libc::{c_char, c_int, c_void, clockid_t, iovec, off64_t, off_t, size_t, ssize_t, time_t, timespec, timeval};
+use libc::{c_int, c_void, clockid_t, iovec, off64_t, off_t, size_t, ssize_t, time_t, timespec, timeval};
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::*};
 
 const PATH_MAX: usize = 4096;
 /// How often the control file is looked at, and re-read even if `stat` saw no change.
@@ -98,17 +107,21 @@ static CLOCK_SHIFTED: AtomicU64 = AtomicU64::new(0);
 /// The next definition of a symbol (libc's), looked up once.
 macro_rules! real {
     ($name:literal, $ty:ty) => {{
-        static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-        let mut p = SLOT.load(Relaxed);
+        static SLOT: std::sync::atomic::AtomicPtr<libc::c_void> =
+            std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+        let mut p = SLOT.load(std::sync::atomic::Ordering::Relaxed);
         if p.is_null() {
             // SAFETY: a NUL-terminated name; dlsym takes no lock an intercepted call holds.
-            p = unsafe { libc::dlsym(libc::RTLD_NEXT, concat!($name, "\0").as_ptr().cast::<c_char>()) };
-            SLOT.store(p, Relaxed);
+            p = unsafe { libc::dlsym(libc::RTLD_NEXT, concat!($name, "\0").as_ptr().cast::<libc::c_char>()) };
+            SLOT.store(p, std::sync::atomic::Ordering::Relaxed);
         }
         // SAFETY: the symbol's C type, as declared by libc.
-        (!p.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, $ty>(p) })
+        (!p.is_null()).then(|| unsafe { std::mem::transmute::<*mut libc::c_void, $ty>(p) })
     }};
 }
+
+mod namespace;
+mod power;
 
 type ClockGettime = unsafe extern "C" fn(clockid_t, *mut timespec) -> c_int;
 type SyncFn = unsafe extern "C" fn(c_int) -> c_int;
@@ -135,6 +148,7 @@ fn real_clock(clk: clockid_t) -> Option<i64> {
 /// Run by the loader before main: read the variable once (getenv is not safe to call
 /// while another thread may setenv, and later there are threads).
 extern "C" fn init() {
+    power::init_from_env();
     // SAFETY: a NUL-terminated name; the result is NUL-terminated or null.
     let p = unsafe { libc::getenv(c"BATON_FAULTS_CTL".as_ptr()) };
     if p.is_null() {
@@ -312,6 +326,9 @@ fn put(out: &mut [u8], n: usize, s: &[u8]) -> usize {
 
 /// `Some(result)` when a fault answers the fsync-family call instead of libc.
 fn sync_fault() -> Option<c_int> {
+    if power::inside() {
+        return None;
+    }
     refresh();
     match FSYNC.load(Relaxed) {
         FSYNC_FAIL => {
@@ -336,7 +353,7 @@ fn sync_fault() -> Option<c_int> {
 }
 
 macro_rules! sync_symbol {
-    ($name:ident, $lit:literal) => {
+    ($name:ident, $lit:literal, $then:expr) => {
         /// Interposed: see the crate's doc.
         ///
         /// # Safety
@@ -346,20 +363,28 @@ macro_rules! sync_symbol {
             if let Some(r) = sync_fault() {
                 return r;
             }
-            match real!($lit, SyncFn) {
+            let r = match real!($lit, SyncFn) {
                 Some(f) => f(fd),
                 None => fail(libc::ENOSYS),
+            };
+            // Only a sync that succeeded made anything durable.
+            if r == 0 {
+                $then(fd);
             }
+            r
         }
     };
 }
 
-sync_symbol!(fdatasync, "fdatasync");
-sync_symbol!(fsync, "fsync");
-sync_symbol!(syncfs, "syncfs");
+sync_symbol!(fdatasync, "fdatasync", power::synced);
+sync_symbol!(fsync, "fsync", power::synced);
+sync_symbol!(syncfs, "syncfs", |_| power::synced_all());
 
 /// True when a write of `len` bytes to `fd` must fail for the full disk (and counts it).
 fn disk_full(fd: c_int, len: usize) -> bool {
+    if power::inside() {
+        return false;
+    }
     refresh();
     if !DISK_FULL.load(Relaxed) || fd <= 2 || len == 0 {
         return false;
@@ -382,7 +407,7 @@ fn iov_len(iov: *const iovec, cnt: c_int) -> usize {
 }
 
 macro_rules! write_symbol {
-    ($name:ident, $lit:literal, ($($arg:ident: $ty:ty),*), $len:expr) => {
+    ($name:ident, $lit:literal, ($($arg:ident: $ty:ty),*), $len:expr, $off:expr) => {
         /// Interposed: see the crate's doc.
         ///
         /// # Safety
@@ -392,20 +417,22 @@ macro_rules! write_symbol {
             if disk_full(fd, $len) {
                 return fail(libc::ENOSPC);
             }
-            match real!($lit, unsafe extern "C" fn(c_int, $($ty),*) -> ssize_t) {
+            let r = match real!($lit, unsafe extern "C" fn(c_int, $($ty),*) -> ssize_t) {
                 Some(f) => f(fd, $($arg),*),
                 None => fail(libc::ENOSYS),
-            }
+            };
+            power::wrote(fd, $off, r);
+            r
         }
     };
 }
 
-write_symbol!(write, "write", (buf: *const c_void, n: size_t), n);
-write_symbol!(pwrite, "pwrite", (buf: *const c_void, n: size_t, off: off_t), n);
-write_symbol!(pwrite64, "pwrite64", (buf: *const c_void, n: size_t, off: off64_t), n);
-write_symbol!(writev, "writev", (iov: *const iovec, cnt: c_int), iov_len(iov, cnt));
-write_symbol!(pwritev, "pwritev", (iov: *const iovec, cnt: c_int, off: off_t), iov_len(iov, cnt));
-write_symbol!(pwritev64, "pwritev64", (iov: *const iovec, cnt: c_int, off: off64_t), iov_len(iov, cnt));
+write_symbol!(write, "write", (buf: *const c_void, n: size_t), n, None);
+write_symbol!(pwrite, "pwrite", (buf: *const c_void, n: size_t, off: off_t), n, Some(off));
+write_symbol!(pwrite64, "pwrite64", (buf: *const c_void, n: size_t, off: off64_t), n, Some(off));
+write_symbol!(writev, "writev", (iov: *const iovec, cnt: c_int), iov_len(iov, cnt), None);
+write_symbol!(pwritev, "pwritev", (iov: *const iovec, cnt: c_int, off: off_t), iov_len(iov, cnt), Some(off));
+write_symbol!(pwritev64, "pwritev64", (iov: *const iovec, cnt: c_int, off: off64_t), iov_len(iov, cnt), Some(off));
 
 /// A hole punch frees space: a full disk still allows it.
 fn allocates(mode: c_int) -> bool {
@@ -418,6 +445,7 @@ fn allocates(mode: c_int) -> bool {
 /// As libc's.
 #[no_mangle]
 pub unsafe extern "C" fn fallocate(fd: c_int, mode: c_int, off: off_t, len: off_t) -> c_int {
+    power::resized(fd, off, off.saturating_add(len));
     if allocates(mode) && disk_full(fd, len.max(0) as usize) {
         return fail(libc::ENOSPC);
     }
@@ -433,6 +461,7 @@ pub unsafe extern "C" fn fallocate(fd: c_int, mode: c_int, off: off_t, len: off_
 /// As libc's.
 #[no_mangle]
 pub unsafe extern "C" fn fallocate64(fd: c_int, mode: c_int, off: off64_t, len: off64_t) -> c_int {
+    power::resized(fd, off, off.saturating_add(len));
     if allocates(mode) && disk_full(fd, len.max(0) as usize) {
         return fail(libc::ENOSPC);
     }
@@ -448,6 +477,7 @@ pub unsafe extern "C" fn fallocate64(fd: c_int, mode: c_int, off: off64_t, len: 
 /// As libc's.
 #[no_mangle]
 pub unsafe extern "C" fn posix_fallocate(fd: c_int, off: off_t, len: off_t) -> c_int {
+    power::resized(fd, off, off.saturating_add(len));
     if disk_full(fd, len.max(0) as usize) {
         return libc::ENOSPC;
     }
@@ -463,6 +493,7 @@ pub unsafe extern "C" fn posix_fallocate(fd: c_int, off: off_t, len: off_t) -> c
 /// As libc's.
 #[no_mangle]
 pub unsafe extern "C" fn posix_fallocate64(fd: c_int, off: off64_t, len: off64_t) -> c_int {
+    power::resized(fd, off, off.saturating_add(len));
     if disk_full(fd, len.max(0) as usize) {
         return libc::ENOSPC;
     }
@@ -550,4 +581,9 @@ pub unsafe extern "C" fn time(out: *mut time_t) -> time_t {
 }
 
 #[cfg(test)]
+mod power_tests;
+#[cfg(test)]
 mod tests;
+/// The shim's state is the process's: its tests take turns.
+#[cfg(test)]
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -64,6 +64,7 @@ fn diff_s(a: Duration, b: Duration) -> f64 {
 
 #[test]
 fn each_fault_bites_where_it_should_and_clears() {
+    let _serial = crate::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = std::env::temp_dir().join(format!("baton-faults-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ctl = dir.join("ctl");

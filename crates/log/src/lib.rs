@@ -11,6 +11,8 @@
 
 mod frame;
 pub mod inspect;
+#[cfg(feature = "mutants")]
+pub mod mutant;
 pub mod priority;
 mod recovery;
 mod segment;

@@ -207,6 +207,8 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         .with_env_filter(tracing_subscriber::EnvFilter::new(&a.log))
         .with_writer(std::io::stderr)
         .init();
+    #[cfg(feature = "mutants")]
+    tracing::warn!(mutant = ?baton_log::mutant::picked(), "this build has deliberate bugs (feature mutants): for testing the checkers only");
     let fd_limit = raise_fd_limit();
     let mut cfg = baton_core::EngineConfig::new(a.data_dir.clone());
     cfg.checkpoint_interval = Duration::from_secs(a.checkpoint_interval_secs.max(1));

@@ -71,6 +71,8 @@ pub struct Raw<'a> {
     pub fault: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub phase: Option<Cow<'a, str>>,
+    /// nemesis (end): false when the fault certainly did not restart the node.
+    pub restarted: Option<bool>,
     /// final_log: the first offset still stored (retention); final_waiting: the group's start.
     pub first: Option<u64>,
     pub from: Option<u64>,

@@ -252,6 +252,8 @@ pub struct Fault {
     pub start: Time,
     pub end: Time,
     pub start_line: u32,
+    /// Unless its end says `"restarted": false`: the node may have restarted inside it.
+    pub may_restart: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -429,10 +431,13 @@ impl History {
                 match need(r.phase.as_deref(), "phase")? {
                     "start" => {
                         self.open_faults.insert(name, self.faults.len());
-                        self.faults.push(Fault { name, start: t, end: INF, start_line: line });
+                        self.faults.push(Fault { name, start: t, end: INF, start_line: line, may_restart: true });
                     }
                     "end" => match self.open_faults.remove(&name) {
-                        Some(i) => self.faults[i].end = t,
+                        Some(i) => {
+                            self.faults[i].end = t;
+                            self.faults[i].may_restart = r.restarted != Some(false);
+                        }
                         None => return Err("a fault ends that never started".into()),
                     },
                     p => return Err(format!("nemesis phase {p:?} is not start or end")),

@@ -424,6 +424,27 @@ fn an_ack_near_the_lease_end_or_after_a_restart_is_not_stale() {
     ok(&b);
 }
 
+/// A fault that says it did not restart the node (a SIGSTOP: the lease clock ran on
+/// while it was frozen) renews nothing: an ack after the lease ran out is stale. Without
+/// that word it may have been a restart (I5), and the same ack is judged fine.
+#[test]
+fn a_fault_that_did_not_restart_the_node_renews_no_lease() {
+    let stopped = |end: &str| {
+        let (mut b, _, _) = leased();
+        b.line(format!(r#"{{"type":"nemesis","t":{},"fault":"stop","phase":"start"}}"#, 500 * MS));
+        b.line(format!(r#"{{"type":"nemesis","t":{},"fault":"stop","phase":"end"{end}}}"#, 800 * MS));
+        b.ack(1700, 1710, "ok", "L1", &[("m0", "completed")]);
+        b.log("q", &["m0"]);
+        b.waiting(&[]);
+        b
+    };
+    let b = stopped(r#","restarted":false"#);
+    let v = b.judge();
+    assert_eq!((v.status, v.count(Kind::StaleAck)), (Status::Violation, 1), "{}", render(&b, &v));
+    ok(&stopped(""));
+    ok(&stopped(r#","restarted":true"#));
+}
+
 #[test]
 fn an_extend_answered_ok_keeps_the_lease_live() {
     let (mut b, _, _) = leased();

@@ -56,7 +56,8 @@ pub struct RecordArgs {
     pub lease_ms: u64,
     /// Faults to inject in turn (--spawn only): kill (SIGKILL + restart), stop (SIGSTOP past the lease time + SIGCONT),
     /// and through the fault shim: clock (wall clock ±1 h), fsync (EIO: the node latches; restart),
-    /// fsync-slow (+300 ms a sync), disk-full (ENOSPC), clock-restart (a restart 1 h ahead; docs/check.md).
+    /// fsync-slow (+300 ms a sync), disk-full (ENOSPC), clock-restart (a restart 1 h ahead; docs/check.md),
+    /// power (SIGKILL, then only what was synced is left on the disk: a power cut; docs/check.md).
     #[arg(long, value_delimiter = ',', requires = "spawn")]
     pub nemesis: Vec<String>,
     /// The fault shim the clock, fsync and disk-full faults preload into the broker
@@ -66,6 +67,10 @@ pub struct RecordArgs {
     /// Quiet time between two faults.
     #[arg(long, default_value_t = 1500)]
     pub nemesis_interval_ms: u64,
+    /// Whether every second `power` cut also keeps some of the unsynced sectors (a torn
+    /// write); with false, a cut keeps exactly what was synced.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub power_tear: bool,
 }
 
 impl RecordArgs {
@@ -122,7 +127,15 @@ pub fn run(a: &super::HistoryArgs) -> Result<i32, String> {
     };
     let out = a.out.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("baton-history-{}.jsonl", a.seed)));
     let mut broker = if r.spawn {
-        Some(Broker::start_with_shim(r.exe.as_deref(), &["--kafka-addr", "127.0.0.1:0"], shim.as_deref())?)
+        let power = faults.contains(&nemesis::Fault::Power);
+        let mut args = vec!["--kafka-addr", "127.0.0.1:0"];
+        if power {
+            // Under power cuts: checkpoints (syncfs, renames, placed partition files) and WAL
+            // segment rolls and recycling every second or so, where a cut finds the most to
+            // take away; and a restart that replays and copies seconds of log, not minutes.
+            args.extend(["--checkpoint-interval-secs", "1", "--wal-segment-mb", "4"]);
+        }
+        Some(Broker::start_with_shim_power(r.exe.as_deref(), &args, shim.as_deref(), power)?)
     } else {
         None
     };
@@ -231,6 +244,7 @@ async fn record(
                 stop_for: Duration::from_millis(r.lease_ms + 700),
                 stop: nem_stop.clone(),
                 seed: a.seed,
+                tear: r.power_tear,
             };
             Some(std::thread::spawn(move || n.run(b)))
         }

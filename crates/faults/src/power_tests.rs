@@ -1,0 +1,139 @@
+//! The power mirror in this very process (std's own file calls go through the
+//! interposed symbols): what a restore keeps is exactly what was synced, plus
+//! what the model allows of the rest.
+
+use crate::power;
+use baton_powercut::{restore, Report};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write as _;
+use std::os::unix::io::AsRawFd as _;
+use std::path::Path;
+
+fn sync_dir(p: &Path) {
+    File::open(p).unwrap().sync_all().unwrap();
+}
+
+fn read(p: &Path) -> Option<Vec<u8>> {
+    fs::read(p).ok()
+}
+
+#[test]
+fn a_restore_keeps_what_was_synced_and_nothing_the_model_forbids() {
+    let _serial = crate::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let base = tempdir();
+    let (root, mirror) = (base.join("data"), base.join("mirror"));
+    fs::create_dir_all(root.join("old")).unwrap();
+    fs::write(root.join("old/kept"), b"there before").unwrap();
+    power::enable(&root, &mirror).unwrap();
+
+    // e: never fsynced itself; a syncfs makes it and every name durable (first: it
+    // syncs everything written before it).
+    fs::create_dir(root.join("late")).unwrap();
+    let mut e = File::create(root.join("late/e")).unwrap();
+    e.write_all(b"by syncfs").unwrap();
+    // SAFETY: an open descriptor.
+    assert_eq!(unsafe { libc::syncfs(e.as_raw_fd()) }, 0);
+
+    // a: synced, named durably, then more written and never synced.
+    let mut a = File::create(root.join("a")).unwrap();
+    a.write_all(&[b'A'; 700]).unwrap();
+    a.sync_data().unwrap();
+    sync_dir(&root);
+    a.write_all(&[b'a'; 900]).unwrap();
+    // b: synced data, but its directory never synced: its name may or may not survive.
+    fs::create_dir(root.join("sub")).unwrap();
+    sync_dir(&root);
+    let mut b = File::create(root.join("sub/b")).unwrap();
+    b.write_all(b"bee").unwrap();
+    b.sync_data().unwrap();
+    // c: durable under its name (renamed at the end, without a directory sync).
+    let mut c = File::create(root.join("c")).unwrap();
+    c.write_all(b"sea").unwrap();
+    c.sync_all().unwrap();
+    sync_dir(&root);
+    // g: durable, then deleted durably.
+    fs::write(root.join("g"), b"gone").unwrap();
+    File::open(root.join("g")).unwrap().sync_all().unwrap();
+    sync_dir(&root);
+    fs::remove_file(root.join("g")).unwrap();
+    sync_dir(&root);
+    // f: synced long, then cut short and synced.
+    let mut f = OpenOptions::new().create(true).write(true).truncate(true).open(root.join("f")).unwrap();
+    f.write_all(&[b'F'; 2000]).unwrap();
+    f.sync_data().unwrap();
+    f.set_len(100).unwrap();
+    f.sync_data().unwrap();
+    sync_dir(&root);
+    // c's rename: after the last sync of its directory.
+    fs::rename(root.join("c"), root.join("d")).unwrap();
+    // h: after everything, nothing synced at all.
+    fs::write(root.join("h"), b"never").unwrap();
+    drop((a, b, c, e, f));
+    power::disable();
+
+    let mut seen_b = [false; 2];
+    let mut seen_d = [false; 2];
+    let mut seen_h = [false; 2];
+    let mut torn = Report::default();
+    for seed in 0..40u64 {
+        let tear = seed % 2 == 1;
+        let out = base.join(format!("out{seed}"));
+        let r = restore(&mirror, &root, &out, seed, tear).unwrap();
+        if tear {
+            torn.unsynced_kept += r.unsynced_kept;
+            torn.unsynced_dropped += r.unsynced_dropped;
+        }
+        assert_eq!(read(&out.join("old/kept")).as_deref(), Some(&b"there before"[..]));
+        let got_a = read(&out.join("a")).expect("a was synced and its name too");
+        assert_eq!(&got_a[..700], &[b'A'; 700][..]);
+        if tear {
+            assert!(got_a.len() <= 1600 && got_a[700..].iter().all(|&x| x == b'a' || x == 0), "seed {seed}");
+        } else {
+            assert_eq!(got_a.len(), 700, "seed {seed}: unsynced bytes kept without tearing");
+        }
+        match read(&out.join("sub/b")) {
+            Some(x) => {
+                assert_eq!(x, b"bee");
+                seen_b[0] = true;
+            }
+            None => seen_b[1] = true,
+        }
+        // The rename came after the last sync: one of the two names, never neither.
+        match (read(&out.join("c")), read(&out.join("d"))) {
+            (Some(x), None) => {
+                assert_eq!(x, b"sea");
+                seen_d[1] = true;
+            }
+            (None, Some(x)) => {
+                assert_eq!(x, b"sea");
+                seen_d[0] = true;
+            }
+            other => panic!("seed {seed}: c and d: {other:?}"),
+        }
+        assert!(!out.join("g").exists(), "seed {seed}: a durable delete came undone");
+        assert_eq!(read(&out.join("f")).map(|x| x.len()), Some(100), "seed {seed}");
+        assert_eq!(read(&out.join("late/e")).as_deref(), Some(&b"by syncfs"[..]), "seed {seed}");
+        match read(&out.join("h")) {
+            // Its name may survive (the cut), its bytes only by tearing (or zeros: the size
+            // got there, the data did not).
+            Some(x) => {
+                assert!(x.is_empty() || (tear && (x == b"never" || x == [0; 5])), "{x:?}");
+                seen_h[0] = true;
+            }
+            None => seen_h[1] = true,
+        }
+    }
+    // Each of the states the model allows was drawn at least once.
+    assert_eq!((seen_b, seen_d, seen_h), ([true; 2], [true; 2], [true; 2]));
+    assert!(torn.unsynced_kept > 0 && torn.unsynced_dropped > 0, "{torn:?}");
+    // The dead directory is only read.
+    assert_eq!(fs::read(root.join("a")).unwrap().len(), 1600);
+    let _ = fs::remove_dir_all(&base);
+}
+
+fn tempdir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("baton-power-test-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).unwrap();
+    d
+}
