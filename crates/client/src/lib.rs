@@ -6,6 +6,9 @@
 //! - [`wire`]: hand-written bodies and marker-counting checks, and
 //!   [`Client::post_raw`] / [`Client::get_raw`] to send them on the same
 //!   connection pool: the bench's produce/consume hot loop.
+//! - [`kafka::KafkaConn`]: a small Kafka wire client (ApiVersions, Metadata,
+//!   CreateTopics, InitProducerId, Produce with explicit producer fields,
+//!   Fetch, OffsetCommit, OffsetFetch) for `baton check history`'s Kafka clients.
 //! - [`http1::Http1`]: the lean hyper connection-level transport of the
 //!   transaction benchmark's hot loop (no URL parsing, no pool bookkeeping).
 //!
@@ -18,6 +21,7 @@
 mod api;
 pub mod error;
 pub mod http1;
+pub mod kafka;
 pub mod types;
 pub mod wire;
 

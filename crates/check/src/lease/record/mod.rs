@@ -5,6 +5,9 @@
 //! - `writer`: the one writer of the file, the clock and the operation ids;
 //! - `clients`: the client tasks (push, pop, ack, extend, transaction), each
 //!   request an invocation before it is sent and a completion once answered;
+//! - `kafka_clients`: the Kafka client tasks on the Kafka door (idempotent and
+//!   plain produce, fetch, offset commit and fetch) on a topic of their own,
+//!   and that topic's final logs;
 //! - `nemesis`: SIGKILL + restart and SIGSTOP + SIGCONT of a spawned broker,
 //!   and through the fault shim (crates/faults) a jumped wall clock, failing
 //!   or slow fsync and a full disk, each inside a `nemesis` window;
@@ -18,6 +21,7 @@
 
 mod clients;
 mod final_state;
+mod kafka_clients;
 mod nemesis;
 mod writer;
 
@@ -71,6 +75,13 @@ pub struct RecordArgs {
     /// write); with false, a cut keeps exactly what was synced.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub power_tear: bool,
+    /// Concurrent Kafka client tasks (idempotent and plain produce, fetch, offset commit
+    /// and fetch on a topic of their own); 0: none.
+    #[arg(long, default_value_t = 2)]
+    pub kafka_clients: u32,
+    /// With --addr: the running server's Kafka listener (host:port); without it, no Kafka clients.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "spawn")]
+    pub kafka_addr: Option<String>,
 }
 
 impl RecordArgs {
@@ -126,9 +137,15 @@ pub fn run(a: &super::HistoryArgs) -> Result<i32, String> {
         (true, None) => Some(crate::broker::find_shim(&Broker::exe(r.exe.as_deref())?)?),
     };
     let out = a.out.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("baton-history-{}.jsonl", a.seed)));
+    // A Kafka port of our own, not :0: a restart is given the same flags, so the
+    // Kafka clients find it again where they left it.
+    let kafka = match r.spawn {
+        true => format!("127.0.0.1:{}", crate::broker::free_port()?),
+        false => r.kafka_addr.clone().unwrap_or_default(),
+    };
     let mut broker = if r.spawn {
         let power = faults.contains(&nemesis::Fault::Power);
-        let mut args = vec!["--kafka-addr", "127.0.0.1:0"];
+        let mut args = vec!["--kafka-addr", kafka.as_str()];
         if power {
             // Under power cuts: checkpoints (syncfs, renames, placed partition files) and WAL
             // segment rolls and recycling every second or so, where a cut finds the most to
@@ -139,6 +156,7 @@ pub fn run(a: &super::HistoryArgs) -> Result<i32, String> {
     } else {
         None
     };
+    let kafka = (!kafka.is_empty() && r.kafka_clients > 0).then_some(kafka);
     let url = broker.as_ref().map_or_else(|| r.addr.clone().expect("--addr without --spawn"), |b| b.url.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -146,7 +164,7 @@ pub fn run(a: &super::HistoryArgs) -> Result<i32, String> {
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))?;
     let t = Instant::now();
-    let recorded = rt.block_on(record(a, &url, &out, &mut broker, faults));
+    let recorded = rt.block_on(record(a, &url, kafka.as_deref(), &out, &mut broker, faults));
     drop(rt);
     let summary = match recorded {
         Ok(s) => s,
@@ -189,6 +207,7 @@ struct Summary {
 async fn record(
     a: &super::HistoryArgs,
     url: &str,
+    kafka: Option<&str>,
     out: &Path,
     broker: &mut Option<Broker>,
     faults: Vec<nemesis::Fault>,
@@ -232,8 +251,24 @@ async fn record(
         lease_ms: r.lease_ms,
         stop: AtomicBool::new(false),
     });
-    let tasks: Vec<_> =
+    let mut notes = Vec::new();
+    let ks = match kafka {
+        Some(k) => Some(Arc::new(kafka_clients::setup(k, &prefix, r.partitions, timeout).await?)),
+        None if r.kafka_clients > 0 => {
+            notes.push("no Kafka listener known (--addr without --kafka-addr): no Kafka clients".to_string());
+            None
+        }
+        None => None,
+    };
+    let mut tasks: Vec<_> =
         (0..r.clients).map(|c| tokio::spawn(clients::client(cx.clone(), c, a.seed ^ (0x5eed + c as u64)))).collect();
+    // Process ids after the HTTP clients' and the drain's.
+    if let Some(k) = &ks {
+        for c in 0..r.kafka_clients as u64 {
+            let me = r.clients as u64 + 1 + c;
+            tasks.push(tokio::spawn(kafka_clients::client(cx.clone(), k.clone(), me, a.seed ^ (0xcafe + c))));
+        }
+    }
     let nem_stop = Arc::new(AtomicBool::new(false));
     let nem = match (broker.take(), faults.is_empty()) {
         (Some(b), false) => {
@@ -253,7 +288,6 @@ async fn record(
             None
         }
     };
-    let mut notes = Vec::new();
     let until = Instant::now() + Duration::from_secs(r.duration);
     while Instant::now() < until && !nem.as_ref().is_some_and(|n| n.is_finished()) {
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -284,6 +318,9 @@ async fn record(
     }
     client.wait_healthy(Duration::from_secs(30)).await.map_err(|e| format!("broker unhealthy at the end: {e}"))?;
     final_state::read(&cx, r.clients as u64, &mut notes).await?;
+    if let Some(k) = &ks {
+        kafka_clients::read_final(&cx, k).await?;
+    }
     drop(cx);
     drop(rec);
     let w = tokio::task::spawn_blocking(move || writer.join())
