@@ -1,4 +1,6 @@
-//! One recording client: a seeded random mix of pushes (now and then the
+//! One recording client: until the settle phase (then only pops of up to 100
+//! and acks of whole leases, so what waits shrinks before the final drain),
+//! a seeded random mix of pushes (now and then the
 //! same message again, to exercise dedup), pops under a lease (queue mode and
 //! a named group, any partition or a named one), acks (completed, failed,
 //! retry, dlq), lease extends, transactions that ack a leased message and
@@ -75,12 +77,32 @@ struct Client {
     n: u64,
     /// Requests in a row that got no answer (the broker is down or frozen).
     lost: u32,
+    /// Settling: pops in a row that delivered nothing.
+    empty: u32,
 }
 
+/// Settling: a client that found nothing this many pops in a row says it is idle.
+const IDLE_AFTER: u32 = 20;
+/// Settling: the batch of a pop.
+const SETTLE_BATCH: u32 = 100;
+
 pub async fn client(cx: Arc<Ctx>, me: u32, seed: u64) {
-    let mut c = Client { cx, me: me as u64, rng: Rng::new(seed), held: Vec::new(), pushed: Vec::new(), n: 0, lost: 0 };
+    let mut c = Client {
+        cx,
+        me: me as u64,
+        rng: Rng::new(seed),
+        held: Vec::new(),
+        pushed: Vec::new(),
+        n: 0,
+        lost: 0,
+        empty: 0,
+    };
     while !c.cx.stop.load(SeqCst) {
-        c.step().await;
+        if c.cx.settling.load(SeqCst) {
+            c.settle().await;
+        } else {
+            c.step().await;
+        }
         if c.lost > 0 {
             // While the broker is down, refused connections come back at once: back off
             // (20 ms doubling to 320 ms) rather than fill the history with unknowns.
@@ -196,12 +218,35 @@ impl Client {
         }
     }
 
+    /// The settle phase's step: ack whole leases held, else pop a large batch.
+    async fn settle(&mut self) {
+        if !self.held.is_empty() {
+            let h = self.take_held();
+            let n = h.msgs.len();
+            return self.ack(h, n, Some("completed")).await;
+        }
+        let before = self.held.len();
+        self.pop_n(SETTLE_BATCH).await;
+        if self.held.len() > before {
+            self.empty = 0;
+        } else {
+            self.empty += 1;
+            if self.empty == IDLE_AFTER {
+                self.cx.idle.fetch_add(1, SeqCst);
+            }
+        }
+    }
+
     async fn pop(&mut self) {
+        let batch = 1 + self.rng.below(5) as u32;
+        self.pop_n(batch).await
+    }
+
+    async fn pop_n(&mut self, batch: u32) {
         let queue = self.rng.below(self.cx.queues.len() as u64) as usize;
         let group = GROUPS[self.rng.below(GROUPS.len() as u64) as usize];
         // A group holds at most one lease per partition: never ask for one we hold.
         let partition = (self.rng.below(100) < 30).then(|| self.pick_partition());
-        let batch = 1 + self.rng.below(5) as u32;
         let qname = self.cx.queues[queue].name.clone();
         let mut args = obj([
             ("queue", qname.clone().into()),

@@ -15,8 +15,9 @@
 //!   every partition's whole log.
 //!
 //! This file owns the flags and the order of the run: queues, clients and
-//! nemesis, stop the nemesis (the broker is serving), stop the clients (each
-//! finishes or gives up on its request), read the final state, judge. Must
+//! nemesis, stop the nemesis (the broker is serving), let the clients settle
+//! (only pops and acks: what waits shrinks), stop them (each finishes or
+//! gives up on its request), read the final state, judge. Must
 //! never judge anything itself: the verdict is the checker's, on the file.
 
 mod clients;
@@ -71,6 +72,10 @@ pub struct RecordArgs {
     /// Quiet time between two faults.
     #[arg(long, default_value_t = 1500)]
     pub nemesis_interval_ms: u64,
+    /// After the faults, seconds the clients only pop and ack what is waiting (ending early
+    /// once every client keeps finding nothing); default: a fifth of --duration, at most 600.
+    #[arg(long, value_name = "SECS")]
+    pub settle_secs: Option<u64>,
     /// Whether every second `power` cut also keeps some of the unsynced sectors (a torn
     /// write); with false, a cut keeps exactly what was synced.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
@@ -111,6 +116,10 @@ pub struct Ctx {
     pub partitions: u32,
     pub lease_ms: u64,
     pub stop: AtomicBool,
+    /// The settle phase: clients only pop and ack (no pushes, no transactions).
+    pub settling: AtomicBool,
+    /// Clients that found nothing to pop, many times in a row, while settling.
+    pub idle: std::sync::atomic::AtomicU32,
 }
 
 /// Record, then judge the file: `Ok(exit code)` as `--check` gives it.
@@ -250,6 +259,8 @@ async fn record(
         partitions: r.partitions,
         lease_ms: r.lease_ms,
         stop: AtomicBool::new(false),
+        settling: AtomicBool::new(false),
+        idle: std::sync::atomic::AtomicU32::new(0),
     });
     let mut notes = Vec::new();
     let ks = match kafka {
@@ -304,6 +315,16 @@ async fn record(
         *broker = Some(b);
         fault_log = done;
         fatal = err;
+    }
+    // Settle: consume what is waiting, so the drain's one pop of 10,000 per (partition,
+    // group) reads all of it and `lost` (b) applies (a run whose pushes outran its
+    // consumers ended with more than that waiting everywhere).
+    if fatal.is_none() {
+        cx.settling.store(true, SeqCst);
+        let until = Instant::now() + Duration::from_secs(r.settle_secs.unwrap_or((r.duration / 5).min(600)));
+        while Instant::now() < until && cx.idle.load(SeqCst) < r.clients {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
     cx.stop.store(true, SeqCst);
     for t in tasks {
