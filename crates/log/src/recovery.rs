@@ -161,14 +161,19 @@ fn has_zero_sector(bytes: &[u8], at: usize, len: usize) -> bool {
 }
 
 /// Whether a bad frame at `off` (which should carry index `next`) followed by a valid one at
-/// `later` is one write cut by a crash whose first sectors were lost: the bad frame's header
-/// never reached the disk (zeros), the hole held frames (the valid one's index is past `next`,
-/// by no more frames than the hole has room for), every frame from `later` on is valid up to
-/// the end of the data, and all of it fits in one batch write (the writer never writes more
-/// at once), so none of it can have been answered. Zeros that held no frame, with the log
-/// going on at `next` after them, are a hole in answered data instead.
+/// `later` is one write cut by a power loss, which can keep any of its sectors and lose the
+/// others (writeback flushes its pages in any order before the sync): the bad frame shows a
+/// sector that never reached the disk (its header is zeros, or a whole 512-byte sector of it
+/// is: segments are zero-filled or grown), the valid frame's index is past `next` by no more
+/// frames than the gap has room for, and everything from `off` to the end of the data fits
+/// in one batch write (the writer never writes more at once, and syncs each before the
+/// next), so none of it can have been answered. A bad frame with every sector present is
+/// a changed bit in what may have been answered: damage, refused.
 fn lost_sectors_then_rest_of_the_write(bytes: &[u8], off: usize, later: usize, next: u64) -> bool {
-    if bytes[off..].len() < frame::HEADER_LEN || bytes[off..off + frame::HEADER_LEN].iter().any(|&b| b != 0) {
+    let rest = &bytes[off..];
+    let zero_header = rest.len() >= frame::HEADER_LEN && rest[..frame::HEADER_LEN].iter().all(|&b| b == 0);
+    let lost_sector = zero_header || frame::whole_len(rest).is_some_and(|len| has_zero_sector(bytes, off, len));
+    if !lost_sector {
         return false;
     }
     let Decoded::Frame { index, .. } = frame::decode(&bytes[later..]) else { return false };
@@ -177,17 +182,7 @@ fn lost_sectors_then_rest_of_the_write(bytes: &[u8], off: usize, later: usize, n
         return false;
     }
     let data_end = bytes.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-    if data_end.saturating_sub(off) > MAX_WRITE_BYTES {
-        return false;
-    }
-    let mut at = later;
-    while at < data_end {
-        match frame::decode(&bytes[at..]) {
-            Decoded::Frame { len, .. } => at += len,
-            Decoded::Invalid(_) => return false,
-        }
-    }
-    true
+    data_end.saturating_sub(off) <= MAX_WRITE_BYTES
 }
 
 /// The most one batch write can hold: the writer's batch cap plus the one frame that crossed
