@@ -61,7 +61,8 @@ impl Drop for Inside {
 static ON: AtomicBool = AtomicBool::new(false);
 
 /// Descriptors classified (lazily, on first use): [`UNKNOWN`] until then.
-const MAX_FD: usize = 1 << 16;
+/// (Small in the unit tests, so one of them can write through a descriptor past it.)
+const MAX_FD: usize = if cfg!(test) { 1 << 10 } else { 1 << 16 };
 const UNKNOWN: u8 = 0;
 const UNTRACKED: u8 = 1;
 const FILE: u8 = 2;
@@ -202,38 +203,34 @@ fn fstat(fd: c_int) -> Option<libc::stat64> {
     (unsafe { libc::fstat64(fd, &mut st) } == 0).then_some(st)
 }
 
-/// What `fd` is to the mirror (classified now if not yet).
-fn kind(fd: c_int) -> u8 {
-    if fd < 0 || fd as usize >= MAX_FD {
-        return UNTRACKED;
+/// What `fd` is to the mirror and its inode (classified now if not yet). Descriptors past
+/// the table are classified at every call: slower, never untracked.
+fn kind(fd: c_int) -> (u8, u64) {
+    if fd < 0 {
+        return (UNTRACKED, 0);
     }
-    let k = KIND[fd as usize].load(Acquire);
+    let Some(slot) = KIND.get(fd as usize) else { return classify(fd) };
+    let k = slot.load(Acquire);
     if k != UNKNOWN {
-        return k;
+        return (k, INO[fd as usize].load(Acquire));
     }
-    let k = classify(fd);
-    KIND[fd as usize].store(k, Release);
-    k
+    let (k, ino) = classify(fd);
+    INO[fd as usize].store(ino, Release);
+    slot.store(k, Release);
+    (k, ino)
 }
 
-fn classify(fd: c_int) -> u8 {
-    let Some(st) = fstat(fd) else { return UNTRACKED };
+fn classify(fd: c_int) -> (u8, u64) {
+    let Some(st) = fstat(fd) else { return (UNTRACKED, 0) };
     let fmt = st.st_mode & libc::S_IFMT;
     if fmt != libc::S_IFREG && fmt != libc::S_IFDIR {
-        return UNTRACKED;
+        return (UNTRACKED, 0);
     }
-    let Some(p) = fd_path(fd) else { return UNTRACKED };
+    let Some(p) = fd_path(fd) else { return (UNTRACKED, 0) };
     let root = with(|s| s.root.clone());
     match root {
-        Some(root) if p.starts_with(&root) => {
-            INO[fd as usize].store(st.st_ino, Release);
-            if fmt == libc::S_IFREG {
-                FILE
-            } else {
-                DIR
-            }
-        }
-        _ => UNTRACKED,
+        Some(root) if p.starts_with(&root) => (if fmt == libc::S_IFREG { FILE } else { DIR }, st.st_ino),
+        _ => (UNTRACKED, 0),
     }
 }
 
@@ -243,9 +240,7 @@ pub(crate) fn wrote(fd: c_int, off: Option<i64>, n: isize) {
         return;
     }
     let Some(_g) = Inside::enter() else { return };
-    if kind(fd) != FILE {
-        return;
-    }
+    let (FILE, ino) = kind(fd) else { return };
     let end = match off {
         Some(o) => o as u64 + n as u64,
         // SAFETY: lseek64 on an open descriptor; not intercepted.
@@ -254,17 +249,13 @@ pub(crate) fn wrote(fd: c_int, off: Option<i64>, n: isize) {
             _ => return,
         },
     };
-    let ino = INO[fd as usize].load(Acquire);
     with(|s| s.widen(ino, end - n as u64, end));
 }
 
 /// Before a size change (truncate, allocate, punch) of `[lo, hi)`: the span becomes dirty.
 pub(crate) fn resized(fd: c_int, lo: i64, hi: i64) {
     let Some(_g) = Inside::enter() else { return };
-    if kind(fd) != FILE {
-        return;
-    }
-    let ino = INO[fd as usize].load(Acquire);
+    let (FILE, ino) = kind(fd) else { return };
     with(|s| s.widen(ino, lo.max(0) as u64, hi.max(0) as u64));
 }
 
@@ -288,11 +279,10 @@ pub(crate) fn closed(fd: c_int) {
 pub(crate) fn synced(fd: c_int) {
     let Some(_g) = Inside::enter() else { return };
     match kind(fd) {
-        FILE => {
-            let ino = INO[fd as usize].load(Acquire);
+        (FILE, ino) => {
             copy(ino, &format!("/proc/self/fd/{fd}"));
         }
-        DIR => {
+        (DIR, _) => {
             let Some(p) = fd_path(fd) else { return };
             with(|s| {
                 let rel = s.rel(&p).unwrap_or_default();
@@ -415,10 +405,7 @@ pub(crate) fn opened(o: Option<Opening>, fd: c_int) {
         return;
     }
     let Some(_g) = Inside::enter() else { return };
-    if kind(fd) != FILE {
-        return;
-    }
-    let ino = INO[fd as usize].load(Acquire);
+    let (FILE, ino) = kind(fd) else { return };
     with(|s| match o.existed {
         None => {
             let key = s.created(ino);

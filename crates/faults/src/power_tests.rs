@@ -34,6 +34,19 @@ fn a_restore_keeps_what_was_synced_and_nothing_the_model_forbids() {
     // SAFETY: an open descriptor.
     assert_eq!(unsafe { libc::syncfs(e.as_raw_fd()) }, 0);
 
+    // far: written and synced through a descriptor past the shim's table (a broker with
+    // more open files than it has slots), named durably: it must survive like any other.
+    let near = File::create(root.join("far")).unwrap();
+    // SAFETY: dup2 onto a free number well past the table and below the fd limit.
+    let fd = unsafe { libc::dup2(near.as_raw_fd(), 5000) };
+    assert_eq!(fd, 5000, "{}", std::io::Error::last_os_error());
+    drop(near);
+    // SAFETY: fd is ours alone from here.
+    let mut far = unsafe { <File as std::os::unix::io::FromRawFd>::from_raw_fd(fd) };
+    far.write_all(b"past the table").unwrap();
+    far.sync_data().unwrap();
+    drop(far);
+    sync_dir(&root);
     // a: synced, named durably, then more written and never synced.
     let mut a = File::create(root.join("a")).unwrap();
     a.write_all(&[b'A'; 700]).unwrap();
@@ -84,6 +97,7 @@ fn a_restore_keeps_what_was_synced_and_nothing_the_model_forbids() {
             torn.unsynced_dropped += r.unsynced_dropped;
         }
         assert_eq!(read(&out.join("old/kept")).as_deref(), Some(&b"there before"[..]));
+        assert_eq!(read(&out.join("far")).as_deref(), Some(&b"past the table"[..]), "seed {seed}");
         let got_a = read(&out.join("a")).expect("a was synced and its name too");
         assert_eq!(&got_a[..700], &[b'A'; 700][..]);
         if tear {
