@@ -137,12 +137,31 @@ fn find_in_files(dir: &std::path::Path, needle: &[u8], out: &mut Vec<(std::path:
     }
 }
 
-fn flip(path: &std::path::Path, at: usize) {
+/// Flip the case of the first byte of `needle` wherever it is stored under
+/// `dir`; returns how many copies. A record can sit in a spare file that the
+/// provisioner renames to its segment name at any moment, so a file that
+/// vanished between the scan and the write means scan again (bounded).
+fn flip_stored(dir: &std::path::Path, needle: &[u8]) -> usize {
     use std::os::unix::fs::FileExt;
-    let f = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
-    let mut b = [0u8; 1];
-    f.read_exact_at(&mut b, at as u64).unwrap();
-    f.write_all_at(&[b[0] ^ 0x20], at as u64).unwrap();
+    'scan: for _ in 0..50 {
+        let mut hits = Vec::new();
+        find_in_files(dir, needle, &mut hits);
+        for (p, at) in &hits {
+            let f = match std::fs::OpenOptions::new().read(true).write(true).open(p) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    continue 'scan;
+                }
+                Err(e) => panic!("{}: {e}", p.display()),
+            };
+            let mut b = [0u8; 1];
+            f.read_exact_at(&mut b, *at as u64).unwrap();
+            f.write_all_at(&[b[0] ^ 0x20], *at as u64).unwrap();
+        }
+        return hits.len();
+    }
+    panic!("the files holding the record kept moving")
 }
 
 #[tokio::test]
@@ -152,12 +171,7 @@ async fn a_pop_that_cannot_read_its_messages_releases_its_lease() {
     let (st, v) = api.post("/api/v1/push", json!({"items": [{"queue": "rd", "payload": marker}]})).await;
     assert_eq!(st, 201, "{v}");
     // Damage the stored batch (its CRC no longer matches) under the running server.
-    let mut hits = Vec::new();
-    find_in_files(&api.s.dir, marker.as_bytes(), &mut hits);
-    assert!(!hits.is_empty(), "the partition file holding the record");
-    for (p, i) in &hits {
-        flip(p, *i);
-    }
+    assert!(flip_stored(&api.s.dir, marker.as_bytes()) > 0, "the partition file holding the record");
     let (st, v) = api.pop("rd", "batch=1").await;
     assert_eq!((st, &v["code"]), (500, &json!("read_failed")), "{v}");
     // The damage is not silent: health says so (before: "healthy") and the reads are counted.
@@ -166,9 +180,8 @@ async fn a_pop_that_cannot_read_its_messages_releases_its_lease() {
     assert!(api.metric("baton_storage_damaged_reads_total").await >= 1.0);
     // The bytes come back: the message is delivered at once, not after the
     // lease the failed pop took (300 s by default) runs out.
-    for (p, i) in &hits {
-        flip(p, *i);
-    }
+    let damaged = format!("S{}", &marker[1..]);
+    assert!(flip_stored(&api.s.dir, damaged.as_bytes()) > 0, "the damaged copies are found again");
     let msgs = api.pop_some("rd", "batch=1").await;
     assert_eq!(msgs[0]["data"], json!(marker));
 }

@@ -11,8 +11,26 @@ pub mod cli;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+/// A loopback port no other caller in this test process was given. The
+/// kernel may hand a just-released ephemeral port to the next bind(0), so two
+/// tests starting at once could otherwise pick the same one (CI saw a server's
+/// health answered by another test's server while its own had failed to bind).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port").local_addr().unwrap().port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    for _ in 0..1000 {
+        let p = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port").local_addr().unwrap().port();
+        if !given.contains(&p) {
+            given.push(p);
+            return p;
+        }
+    }
+    panic!("no loopback port left that this test process was not already given");
+}
+
+/// Start-up failed because an address was already taken by someone else.
+fn lost_a_port_race(log: &str) -> bool {
+    log.contains("Address already in use") || log.contains("os error 98")
 }
 
 pub struct Server {
@@ -50,7 +68,24 @@ impl Server {
             envs: envs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             nofile: None,
         };
-        s.spawn();
+        s.spawn_first();
+        s
+    }
+
+    /// Start on `port` if baton can bind it, else on a fresh one (`port` is
+    /// then held by someone else, as when two tests raced for it).
+    pub fn start_on(port: u16, args: &[&str]) -> Server {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let mut s = Server {
+            child: None,
+            port,
+            dir: tmp.path().join("data"),
+            _tmp: Some(tmp),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            envs: Vec::new(),
+            nofile: None,
+        };
+        s.spawn_first();
         s
     }
 
@@ -66,7 +101,7 @@ impl Server {
             envs: Vec::new(),
             nofile: Some(nofile),
         };
-        s.spawn();
+        s.spawn_first();
         s
     }
 
@@ -98,6 +133,28 @@ impl Server {
     }
 
     fn spawn(&mut self) {
+        if let Err(e) = self.try_spawn() {
+            panic!("{e}");
+        }
+    }
+
+    /// The first start: when the HTTP port was taken between `free_port` and
+    /// the bind, take another one (a few times) rather than fail the test.
+    fn spawn_first(&mut self) {
+        for _ in 0..5 {
+            match self.try_spawn() {
+                Ok(()) => return,
+                Err(e) if lost_a_port_race(&e) && !e.contains("Kafka listener") => {
+                    let _ = std::fs::remove_file(self.dir.with_extension("log"));
+                    self.port = free_port();
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        panic!("five fresh ports were all taken before baton could bind them");
+    }
+
+    fn try_spawn(&mut self) -> Result<(), String> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -105,19 +162,20 @@ impl Server {
             .expect("open server log");
         let child = self.command(log).spawn().expect("spawn baton");
         self.child = Some(child);
-        self.wait_healthy();
+        self.wait_healthy()
     }
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.with_extension("log")).unwrap_or_default()
     }
 
-    fn wait_healthy(&mut self) {
+    fn wait_healthy(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(30);
         let addr = format!("127.0.0.1:{}", self.port);
         while Instant::now() < deadline {
             if let Some(st) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                panic!("baton exited during start-up with {st}; log:\n{}", self.log());
+                self.child = None;
+                return Err(format!("baton exited during start-up with {st}; log:\n{}", self.log()));
             }
             if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
                 use std::io::{Read, Write};
@@ -125,13 +183,13 @@ impl Server {
                 let _ = s.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
                 let mut buf = String::new();
                 let _ = s.read_to_string(&mut buf);
-                if buf.starts_with("HTTP/1.1 200") {
-                    return;
+                if buf.starts_with("HTTP/1.1 200") && baton_check::broker::listens(self.pid(), self.port) {
+                    return Ok(());
                 }
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("baton did not become healthy in 30 s; log:\n{}", self.log());
+        Err(format!("baton did not become healthy in 30 s; log:\n{}", self.log()))
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -247,11 +305,28 @@ impl Server {
     /// flags); returns the server and that port. The listener is bound before
     /// HTTP, so it is ready when `start_with` returns.
     pub fn start_kafka(extra: &[&str]) -> (Server, u16) {
-        let kport = free_port();
-        let addr = format!("127.0.0.1:{kport}");
-        let mut args = vec!["--kafka-addr", addr.as_str(), "--kafka-initial-rebalance-delay-ms", "0"];
-        args.extend_from_slice(extra);
-        (Server::start_with(&args), kport)
+        for _ in 0..5 {
+            let kport = free_port();
+            let addr = format!("127.0.0.1:{kport}");
+            let mut args = vec!["--kafka-addr", addr.as_str(), "--kafka-initial-rebalance-delay-ms", "0"];
+            args.extend_from_slice(extra);
+            let tmp = tempfile::tempdir().expect("temp dir");
+            let mut s = Server {
+                child: None,
+                port: free_port(),
+                dir: tmp.path().join("data"),
+                _tmp: Some(tmp),
+                args: args.iter().map(|s| s.to_string()).collect(),
+                envs: Vec::new(),
+                nofile: None,
+            };
+            match s.try_spawn() {
+                Ok(()) => return (s, kport),
+                Err(e) if lost_a_port_race(&e) => continue,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        panic!("five fresh port pairs were all taken before baton could bind them");
     }
 }
 

@@ -95,6 +95,27 @@ pub fn free_port() -> Result<u16, String> {
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
 }
 
+/// Whether process `pid` holds the socket listening on 127.0.0.1:`port`
+/// (from /proc/net/tcp and /proc/<pid>/fd), so a health answer is known to
+/// come from our child and not from another process that bound a port our
+/// child failed to bind (two starters can be handed the same free port).
+pub fn listens(pid: u32, port: u16) -> bool {
+    let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else { return false };
+    let want = format!("0100007F:{port:04X}");
+    let inodes: Vec<String> = table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() > 9 && f[1] == want && f[3] == "0A").then(|| format!("socket:[{}]", f[9]))
+        })
+        .collect();
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return false };
+    fds.filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .any(|l| inodes.iter().any(|i| l.as_os_str() == i.as_str()))
+}
+
 impl Broker {
     /// Start `bin serve` (the running executable when `bin` is None) and wait for /health.
     pub fn start(bin: Option<&Path>) -> Result<Broker, String> {
@@ -149,6 +170,18 @@ impl Broker {
             let lib = lib.canonicalize().map_err(|e| format!("{}: {e}", lib.display()))?;
             let power = power.then(|| b.log.with_file_name("power"));
             b.shim = Some(Shim { lib, ctl: b.log.with_file_name("faults.ctl"), generation: 0, power });
+        }
+        // A port handed out by bind(0) can be taken by another starter before
+        // baton binds it; the first start then moves to a fresh one.
+        for _ in 0..4 {
+            match b.spawn("") {
+                Err(e) if e.contains("Address already in use") && e.contains(&format!(":{}", b.port)) => {
+                    let _ = std::fs::remove_file(&b.log);
+                    b.port = free_port()?;
+                    b.url = format!("http://127.0.0.1:{}", b.port);
+                }
+                r => return r.map(|()| b),
+            }
         }
         b.spawn("")?;
         Ok(b)
@@ -208,6 +241,7 @@ impl Broker {
                     && s.read_to_string(&mut buf).is_ok()
                     && buf.starts_with("HTTP/1.")
                     && buf.split_whitespace().nth(1) == Some("200")
+                    && self.pid().is_some_and(|pid| listens(pid, self.port))
                 {
                     return Ok(());
                 }
