@@ -37,6 +37,10 @@ struct Shim {
     ctl: PathBuf,
     generation: u64,
     power: Option<PathBuf>,
+    /// The data directory is what the disk holds (a first start, or just after a
+    /// cut): the next process's mirror starts from it. Otherwise the last process
+    /// was killed with its page cache intact, and the mirror goes on (D36).
+    disk_is_dir: bool,
 }
 
 /// What the shim reports in `<ctl>.seen`: the generation in force and, per fault, how many
@@ -169,7 +173,8 @@ impl Broker {
         if let Some(lib) = shim {
             let lib = lib.canonicalize().map_err(|e| format!("{}: {e}", lib.display()))?;
             let power = power.then(|| b.log.with_file_name("power"));
-            b.shim = Some(Shim { lib, ctl: b.log.with_file_name("faults.ctl"), generation: 0, power });
+            b.shim =
+                Some(Shim { lib, ctl: b.log.with_file_name("faults.ctl"), generation: 0, power, disk_is_dir: true });
         }
         // A port handed out by bind(0) can be taken by another starter before
         // baton binds it; the first start then moves to a fresh one.
@@ -206,8 +211,10 @@ impl Broker {
             let _ = std::fs::remove_file(seen_path(&sh.ctl));
             cmd.env("LD_PRELOAD", &sh.lib).env("BATON_FAULTS_CTL", &sh.ctl);
             if let Some(mirror) = &sh.power {
-                // The mirror starts as the directory is now: the last cut's result.
                 cmd.env("BATON_FAULTS_POWER", mirror).env("BATON_FAULTS_POWER_ROOT", &self.data);
+                if !std::mem::replace(&mut sh.disk_is_dir, false) {
+                    cmd.env("BATON_FAULTS_POWER_INHERIT", "1");
+                }
             }
         }
         let child = cmd
@@ -326,8 +333,12 @@ impl Broker {
         }
         std::fs::rename(&self.data, &dead)
             .map_err(|e| format!("{} -> {}: {e}", self.data.display(), dead.display()))?;
-        baton_powercut::restore(&mirror, &dead, &self.data, seed, tear)
-            .map_err(|e| format!("restore after a power cut (mirror {}): {e}", mirror.display()))
+        let report = baton_powercut::restore(&mirror, &dead, &self.data, seed, tear)
+            .map_err(|e| format!("restore after a power cut (mirror {}): {e}", mirror.display()))?;
+        if let Some(sh) = &mut self.shim {
+            sh.disk_is_dir = true;
+        }
+        Ok(report)
     }
 
     /// Put these shim commands in force (`fsync fail`, `disk full`, `clock -3600000`...;

@@ -242,6 +242,17 @@ impl Snapshot {
 /// not wait for other writers' dirty data on a shared disk.
 pub const SYNCFS_FROM: usize = 512;
 
+/// D36: makes durable whatever the last process under `data_dir` wrote and never
+/// synced. A crash leaves its last log batch, or a checkpoint renamed before its
+/// directory was synced, in the page cache; recovery replays and serves from
+/// them, so they must be on disk before anything built on them is answered.
+pub(crate) fn sync_left_behind(data_dir: &Path) -> Result<(), String> {
+    let d = File::open(data_dir).map_err(|e| format!("open {}: {e}", data_dir.display()))?;
+    sync_filesystem(&d)
+        .or_else(|_| d.sync_all())
+        .map_err(|e| format!("syncing what the last run left unsynced in {} failed: {e}", data_dir.display()))
+}
+
 fn sync_filesystem(d: &File) -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
     {

@@ -262,6 +262,7 @@ impl Engine {
         cfg.limits.validate()?;
         // Before recovery reads or cuts anything.
         let lock = Arc::new(crate::dirlock::DirLock::acquire(&cfg.data_dir)?);
+        checkpoint::sync_left_behind(&cfg.data_dir)?;
         let (mut state, next_index) = checkpoint::recover(storage, &wal_cfg)?;
         // The clock continues the last run's on this boot (D33), never behind the log (I5).
         crate::clock::start(&cfg.data_dir, state.last_ts)?;

@@ -96,7 +96,13 @@ pub(crate) fn init_from_env() {
     else {
         return;
     };
-    if let Err(e) = enable(Path::new(&root), Path::new(&mirror)) {
+    let inherit = std::env::var_os("BATON_FAULTS_POWER_INHERIT").is_some_and(|v| v == "1");
+    let r = if inherit {
+        inherit_mirror(Path::new(&root), Path::new(&mirror))
+    } else {
+        enable(Path::new(&root), Path::new(&mirror))
+    };
+    if let Err(e) = r {
         // A broker that would run without the mirror it was asked for must not run at all:
         // its restore would be of nothing.
         let _ = writeln!(io::stderr(), "baton-faults: power mirror: {e}");
@@ -121,6 +127,55 @@ pub(crate) fn enable(root: &Path, mirror: &Path) -> io::Result<()> {
         snapshot(&mut st, &root, "")?;
         st.log("syncfs");
         *STATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(st);
+        for k in &KIND {
+            k.store(UNKNOWN, Relaxed);
+        }
+        ON.store(true, Release);
+        Ok(())
+    })();
+    INSIDE.with(|c| c.set(false));
+    r
+}
+
+/// After a crash that was not a power cut (SIGKILL): the disk still holds only
+/// what the mirror says, and the files hold what the dead process left in the
+/// page cache. So the mirror and its ops log go on, and every file under `root`
+/// is wholly dirty: a sync by this process makes it durable as the kernel would
+/// (the dead one's unsynced bytes with it), and no sync leaves it as it was.
+pub(crate) fn inherit_mirror(root: &Path, mirror: &Path) -> io::Result<()> {
+    if !mirror.join("ops").is_file() {
+        return enable(root, mirror);
+    }
+    INSIDE.with(|c| c.set(true));
+    let r = (|| {
+        let root = root.canonicalize()?;
+        let mut ops = OpenOptions::new().append(true).open(mirror.join("ops"))?;
+        // The dead process may have been killed inside a line: end it, so restore
+        // skips it alone rather than merging it with this process's first.
+        let len = ops.metadata()?.len();
+        if len > 0 {
+            let mut last = [0u8; 1];
+            File::open(mirror.join("ops"))?.read_exact_at(&mut last, len - 1)?;
+            if last[0] != b'\n' {
+                ops.write_all(b"\n")?;
+            }
+        }
+        let mut gen: HashMap<u64, u64> = HashMap::new();
+        for e in fs::read_dir(mirror.join("data"))? {
+            let name = e?.file_name().to_string_lossy().into_owned();
+            if let Some((ino, g)) = name.split_once('.').and_then(|(i, g)| Some((i.parse().ok()?, g.parse().ok()?))) {
+                let cur = gen.entry(ino).or_insert(g);
+                *cur = (*cur).max(g);
+            }
+        }
+        let mut files = Vec::new();
+        walk(&root, &mut files);
+        let mut dirty = HashMap::new();
+        for (ino, path) in files {
+            dirty.insert(ino, (0, fs::symlink_metadata(&path)?.len()));
+        }
+        *STATE.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(State { root, mirror: mirror.to_path_buf(), ops, dirty, gen });
         for k in &KIND {
             k.store(UNKNOWN, Relaxed);
         }

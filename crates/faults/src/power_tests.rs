@@ -145,8 +145,56 @@ fn a_restore_keeps_what_was_synced_and_nothing_the_model_forbids() {
     let _ = fs::remove_dir_all(&base);
 }
 
+/// A process started after a SIGKILL goes on with the dead one's mirror: what
+/// that one wrote and never synced is not durable until this one syncs it (a
+/// start-up that builds on those bytes and syncs nothing would lose them).
+#[test]
+fn a_process_after_a_crash_inherits_the_mirror_and_the_dead_ones_unsynced_bytes() {
+    let _serial = crate::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let base = tempdir_named("inherit");
+    let (root, mirror) = (base.join("data"), base.join("mirror"));
+    power::enable(&root, &mirror).unwrap();
+    let mut a = File::create(root.join("a")).unwrap();
+    a.write_all(&[b'A'; 600]).unwrap();
+    a.sync_data().unwrap();
+    sync_dir(&root);
+    a.write_all(&[b'a'; 400]).unwrap();
+    // The dead process's last word: an ops line cut short by the kill.
+    OpenOptions::new().append(true).open(mirror.join("ops")).unwrap().write_all(b"link\t9").unwrap();
+    drop(a);
+    power::disable();
+
+    // The next process, under BATON_FAULTS_POWER_INHERIT, syncs nothing.
+    power::inherit_mirror(&root, &mirror).unwrap();
+    let mut n = File::create(root.join("n")).unwrap();
+    n.write_all(b"new").unwrap();
+    n.sync_data().unwrap();
+    sync_dir(&root);
+    power::disable();
+    for seed in 0..8 {
+        let out = base.join(format!("unsynced{seed}"));
+        restore(&mirror, &root, &out, seed, false).unwrap();
+        assert_eq!(read(&out.join("a")).unwrap(), vec![b'A'; 600], "seed {seed}: the dead one's tail is not durable");
+        assert_eq!(read(&out.join("n")).as_deref(), Some(&b"new"[..]), "seed {seed}: the line cut short broke the log");
+    }
+
+    // Once this process syncs the file, all of it is durable, the dead one's tail too.
+    power::inherit_mirror(&root, &mirror).unwrap();
+    File::open(root.join("a")).unwrap().sync_data().unwrap();
+    power::disable();
+    let out = base.join("synced");
+    restore(&mirror, &root, &out, 1, false).unwrap();
+    let got = read(&out.join("a")).unwrap();
+    assert_eq!((got.len(), &got[..600], &got[600..]), (1000, &[b'A'; 600][..], &[b'a'; 400][..]));
+    let _ = fs::remove_dir_all(&base);
+}
+
 fn tempdir() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("baton-power-test-{}", std::process::id()));
+    tempdir_named("restore")
+}
+
+fn tempdir_named(what: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("baton-power-test-{what}-{}", std::process::id()));
     let _ = fs::remove_dir_all(&d);
     fs::create_dir_all(&d).unwrap();
     d

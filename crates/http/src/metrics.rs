@@ -180,6 +180,11 @@ pub async fn prometheus(State(app): State<App>) -> Response {
         "New WAL segments that could not be made (the batch went on in the current segment).",
         w.rotation_failures.load(Relaxed),
     );
+    let _ = writeln!(
+        out,
+        "# HELP baton_wal_durable_index The last log entry known to be on disk (every answer is at or below it).\n# TYPE baton_wal_durable_index gauge\nbaton_wal_durable_index {}",
+        w.durable_index.load(Relaxed)
+    );
     histogram(&mut out, "baton_wal_batch_frames", "Frames per group commit.", &w.batch_entries);
     histogram(&mut out, "baton_wal_fdatasync_seconds", "fdatasync latency.", &w.sync_seconds);
     let failed = app.engine.failure().is_some() as u8;

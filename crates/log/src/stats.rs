@@ -27,6 +27,11 @@ pub struct WalStats {
     pub batch_entries: Histogram,
     /// Rotations that failed (the batch went on in the current segment).
     pub rotation_failures: AtomicU64,
+    /// The last entry known to be on disk: recovered at start, then the last
+    /// entry of each batch whose fdatasync returned Ok. Every answer the
+    /// writer gave Ok is at or below it (I3), which is what a power-loss
+    /// campaign holds a restored directory to.
+    pub durable_index: AtomicU64,
 }
 
 impl WalStats {
@@ -38,6 +43,7 @@ impl WalStats {
             sync_seconds: Histogram::new(SYNC_SECONDS_BOUNDS),
             batch_entries: Histogram::new(BATCH_ENTRIES_BOUNDS),
             rotation_failures: AtomicU64::new(0),
+            durable_index: AtomicU64::new(0),
         }
     }
 }

@@ -137,8 +137,11 @@ impl WalWriter {
             None
         };
         let (tx, rx) = crossbeam_channel::unbounded();
+        let stats = WalStats::new();
+        // What recovery kept is on disk: the engine synced it before replaying (D36).
+        stats.durable_index.store(next_index - 1, Ordering::Relaxed);
         let shared = Arc::new(Shared {
-            stats: Arc::new(WalStats::new()),
+            stats: Arc::new(stats),
             failed: AtomicBool::new(false),
             reason: Mutex::new(None),
             closed: AtomicBool::new(false),
@@ -462,6 +465,7 @@ impl Writer {
         stats.entries.fetch_add(self.batch_entries, Ordering::Relaxed);
         stats.bytes.fetch_add(bytes, Ordering::Relaxed);
         stats.batch_entries.observe(self.batch_entries as f64);
+        stats.durable_index.store(self.next_index - 1, Ordering::Release);
         Ok(())
     }
 

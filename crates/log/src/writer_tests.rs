@@ -149,6 +149,23 @@ fn truncate_before_never_deletes_the_active_segment() {
     assert_eq!(info.next_index, 7);
 }
 
+/// The durable index is what a power-loss campaign holds a restored directory
+/// to: it starts at what recovery kept and moves only past a sync that held.
+#[test]
+fn the_durable_index_moves_only_past_a_successful_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = WalWriter::start(cfg(dir.path(), 1 << 30), 41).unwrap();
+    assert_eq!(w.stats().durable_index.load(Relaxed), 40, "recovered: entries 1..=40");
+    assert_eq!(append_one_by_one(&w, &[b"a".to_vec(), b"b".to_vec()]), vec![41, 42]);
+    assert_eq!(w.stats().durable_index.load(Relaxed), 42);
+    w.fail_next_sync();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    w.submit(item(43, b"lost".to_vec(), &tx));
+    assert!(rx.recv_timeout(WAIT).unwrap().1.is_err());
+    assert_eq!(w.stats().durable_index.load(Relaxed), 42, "a failed sync claims nothing");
+    w.shutdown();
+}
+
 #[test]
 fn failed_sync_latches_and_fails_every_later_item() {
     let dir = tempfile::tempdir().unwrap();
