@@ -341,6 +341,52 @@ impl Broker {
         Ok(report)
     }
 
+    /// After [`Broker::kill9`], before [`Broker::power_cut`]: `points` more power cuts
+    /// of this moment (seeds from `seed`, every second one torn), each restored aside and
+    /// judged as start-up would judge it (`check data`: no damage) and held to
+    /// `durable`, the log entry the broker said was on disk before the kill: every
+    /// restore must keep at least that far. The first failure is the error.
+    pub fn power_points(&mut self, points: u64, seed: u64, durable: u64) -> Result<u64, String> {
+        let mirror =
+            self.shim.as_ref().and_then(|s| s.power.clone()).ok_or("the broker runs without the power mirror")?;
+        let out = self.log.with_file_name("point");
+        for j in 0..points {
+            let (s, tear) = (seed ^ (j + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15), j % 2 == 1);
+            match std::fs::remove_dir_all(&out) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(format!("{}: {e}", out.display())),
+                _ => {}
+            }
+            baton_powercut::restore(&mirror, &self.data, &out, s, tear)
+                .map_err(|e| format!("power point {j}: restore (mirror {}): {e}", mirror.display()))?;
+            let r = crate::data::check(&out).map_err(|e| format!("power point {j}: check data: {e}"))?;
+            let what = format!("power point {j} (seed {s}, tear {tear}, kept in {})", out.display());
+            if r.damaged() > 0 {
+                let found: Vec<String> = r.findings.iter().map(|f| format!("{}: {}", f.file, f.what)).collect();
+                return Err(format!("{what}: start-up would refuse: {}", found.join("; ")));
+            }
+            if r.last_index < durable {
+                return Err(format!(
+                    "{what}: the disk keeps the log up to entry {} but the broker had said entries up to \
+                     {durable} were on disk: answered writes lost",
+                    r.last_index
+                ));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&out);
+        Ok(points)
+    }
+
+    /// The broker's `baton_wal_durable_index` (None when it does not answer /metrics).
+    pub fn durable_index(&self) -> Option<u64> {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        s.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+        let mut buf = String::new();
+        s.read_to_string(&mut buf).ok()?;
+        buf.lines().find_map(|l| l.strip_prefix("baton_wal_durable_index ")?.trim().parse().ok())
+    }
+
     /// Put these shim commands in force (`fsync fail`, `disk full`, `clock -3600000`...;
     /// empty: none) and wait until the broker's shim reports them applied.
     pub fn set_faults(&mut self, commands: &str) -> Result<(), String> {

@@ -66,6 +66,9 @@ pub struct Report {
     pub dir: String,
     /// The last log entry the checkpoint covers; absent without a readable checkpoint.
     pub checkpoint_index: Option<u64>,
+    /// The last log entry recovery would keep: the checkpoint's, or the log's last whole
+    /// frame past it (a torn tail cut off).
+    pub last_index: u64,
     /// Files read.
     pub files: u64,
     /// Record batches read from partition segments.
@@ -193,6 +196,8 @@ impl Checker {
             }
         })
         .map_err(|e| format!("read the log in {}: {e}", wal_dir.display()))?;
+        let log_end = segments.last().map_or(0, |s| s.next_index.saturating_sub(1));
+        self.r.last_index = covered.max(log_end);
         for s in &segments {
             self.r.files += 1;
             self.r.frames += s.frames;

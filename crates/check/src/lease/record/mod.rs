@@ -80,6 +80,11 @@ pub struct RecordArgs {
     /// write); with false, a cut keeps exactly what was synced.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub power_tear: bool,
+    /// At every `power` cut, this many more cuts of the same moment, each restored aside
+    /// and judged as start-up would (`check data`) and held to the log entry the broker
+    /// said was durable before the kill; the campaign's own cut is judged by the history.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub power_points: u64,
     /// Concurrent Kafka client tasks (idempotent and plain produce, fetch, offset commit
     /// and fetch on a topic of their own); 0: none.
     #[arg(long, default_value_t = 2)]
@@ -291,6 +296,7 @@ async fn record(
                 stop: nem_stop.clone(),
                 seed: a.seed,
                 tear: r.power_tear,
+                points: r.power_points,
             };
             Some(std::thread::spawn(move || n.run(b)))
         }

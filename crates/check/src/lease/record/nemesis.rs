@@ -115,6 +115,8 @@ pub struct Nemesis {
     pub seed: u64,
     /// Whether every second power cut tears (keeps some unsynced sectors).
     pub tear: bool,
+    /// More cuts judged aside at every power cut (`--power-points`).
+    pub points: u64,
 }
 
 /// How long `fsync` and `disk-full` fail: enough for the clients' writes to hit it.
@@ -221,10 +223,18 @@ impl Nemesis {
     /// keep (only what was synced; with `tear`, some unsynced sectors too), and a restart on
     /// it, which must neither lose an answered write nor call the disk corrupt.
     fn power(&self, b: &mut Broker, seed: u64, tear: bool) -> Result<Map<String, Value>, String> {
+        // Read before the kill: every entry at or below it is on disk, so every cut keeps it.
+        let durable = if self.points > 0 { b.durable_index() } else { None };
         b.kill9();
+        let judged = match durable {
+            Some(d) => b.power_points(self.points, seed, d)?,
+            None => 0,
+        };
         let r = b.power_cut(seed, tear)?;
         b.restart()?;
         Ok(obj([
+            ("points_judged_aside", judged.into()),
+            ("durable_index", durable.unwrap_or(0).into()),
             ("seed", seed.into()),
             ("tear", tear.into()),
             ("ops", r.ops.into()),
@@ -337,6 +347,9 @@ fn put_health(d: &mut Map<String, Value>, key: &str, h: &Option<(u16, String)>) 
 /// ", latched, restarted" for the run's one-line list of faults.
 fn summary(d: &Map<String, Value>) -> String {
     let mut s = String::new();
+    if let Some(n) = d.get("points_judged_aside").and_then(Value::as_u64).filter(|n| *n > 0) {
+        s.push_str(&format!(", {n} more cuts judged"));
+    }
     for k in ["latched", "restarted", "exited"] {
         if d.get(k).is_some_and(|v| v.as_bool() != Some(false)) {
             s.push_str(", ");
