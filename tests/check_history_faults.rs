@@ -62,6 +62,8 @@ fn a_campaign_under_every_nemesis_kind_is_judged_ok_and_each_fault_bites() {
         "1000",
         "--faults-lib",
         so.to_str().unwrap(),
+        "--power-points",
+        "4",
         "--seed",
         "11",
         "--out",
@@ -111,6 +113,10 @@ fn a_campaign_under_every_nemesis_kind_is_judged_ok_and_each_fault_bites() {
         // Something written was not yet durable, and the cut took it away.
         assert!(n(e, "ops_dropped") + n(e, "unsynced_bytes_dropped") > 0, "{e}");
         assert_eq!(e["restarted"], true, "{e}");
+        // Four more cuts of the same moment judged aside, against a durable index read
+        // from the broker (the log had entries by then).
+        assert_eq!(n(e, "points_judged_aside"), 4, "{e}");
+        assert!(n(e, "durable_index") > 0, "{e}");
     }
 
     // A latched node answers nothing ok: no operation invoked after /health first said 503

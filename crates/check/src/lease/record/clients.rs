@@ -228,6 +228,11 @@ impl Client {
         let before = self.held.len();
         self.pop_n(SETTLE_BATCH).await;
         if self.held.len() > before {
+            // Found more after saying it was idle (a lease expired, a retry came due):
+            // not idle any more, so the settle phase does not end on its word.
+            if self.empty >= IDLE_AFTER {
+                self.cx.idle.fetch_sub(1, SeqCst);
+            }
             self.empty = 0;
         } else {
             self.empty += 1;
