@@ -12,7 +12,7 @@
 mod common;
 
 use common::api::{client, Api};
-use common::cli::baton;
+use common::cli::{baton, record_ok};
 use common::Server;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -41,47 +41,36 @@ const KINDS: [&str; 7] = ["kill", "stop", "clock", "fsync", "fsync-slow", "disk-
 #[test]
 fn a_campaign_under_every_nemesis_kind_is_judged_ok_and_each_fault_bites() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("faults.jsonl");
     let so = shim();
-    let t = Instant::now();
-    let r = baton(&[
-        "check",
-        "history",
-        "--spawn",
-        "--duration",
-        "30",
-        "--clients",
-        "6",
-        "--partitions",
-        "3",
-        "--lease-ms",
-        "2000",
-        "--nemesis",
-        &KINDS.join(","),
-        "--nemesis-interval-ms",
-        "1000",
-        "--faults-lib",
-        so.to_str().unwrap(),
-        "--power-points",
-        "4",
-        "--seed",
-        "11",
-        "--out",
-        out.to_str().unwrap(),
-        "--json",
-    ]);
-    let wall = t.elapsed();
-    let keep = || {
-        let p = std::env::temp_dir().join(format!("baton-faults-campaign-{}.jsonl", std::process::id()));
-        let _ = std::fs::copy(&out, &p);
-        p.display().to_string()
-    };
-    assert_eq!(r.code, 0, "history kept at {}\n{}\n{}", keep(), r.stdout, r.stderr);
-    let v: Value = serde_json::from_str(r.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
-    assert_eq!(v["status"], "OK", "{}", r.stdout);
-    assert!(wall.as_secs() < 75, "the campaign took {wall:?}");
+    let kinds = KINDS.join(",");
+    let rec = record_ok(
+        dir.path(),
+        "faults-campaign",
+        &[
+            "--duration",
+            "30",
+            "--clients",
+            "6",
+            "--partitions",
+            "3",
+            "--lease-ms",
+            "2000",
+            "--nemesis",
+            &kinds,
+            "--nemesis-interval-ms",
+            "1000",
+            "--faults-lib",
+            so.to_str().unwrap(),
+            "--power-points",
+            "4",
+            "--seed",
+            "11",
+        ],
+    );
+    let (out, keep) = (&rec.history, || rec.keep());
+    assert!(rec.wall.as_secs() < 75, "the campaign took {:?}", rec.wall);
 
-    let h = lines(&out);
+    let h = lines(out);
     let window = |name: &str, phase: &str| -> Vec<&Value> {
         h.iter().filter(|l| l["type"] == "nemesis" && l["fault"] == name && l["phase"] == phase).collect()
     };
@@ -149,7 +138,7 @@ fn a_campaign_under_every_nemesis_kind_is_judged_ok_and_each_fault_bites() {
     // The latch's door refusals are recorded failed (certainly nothing changed), not unknown.
     let refused = h.iter().filter(|l| l["type"] == "failed" && l["error"] == "storage_failed").count();
     assert!(refused >= 1, "no operation was refused by a latched node (keep {})", keep());
-    eprintln!("faults campaign: {} lines, {refused} latched refusals, in {wall:?}", h.len());
+    eprintln!("faults campaign: {} lines, {refused} latched refusals, in {:?}", h.len(), rec.wall);
     for l in h.iter().filter(|l| l["type"] == "nemesis" && l["phase"] == "end") {
         eprintln!("  {l}");
     }
@@ -250,37 +239,27 @@ async fn under_a_failing_fsync_a_push_is_answered_503_and_what_was_answered_201_
 #[test]
 fn power_cuts_lose_nothing_answered_and_take_away_what_was_not_synced() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("power.jsonl");
     let so = shim();
-    let r = baton(&[
-        "check",
-        "history",
-        "--spawn",
-        "--duration",
-        "20",
-        "--clients",
-        "6",
-        "--nemesis",
-        "power",
-        "--nemesis-interval-ms",
-        "400",
-        "--faults-lib",
-        so.to_str().unwrap(),
-        "--seed",
-        "5",
-        "--out",
-        out.to_str().unwrap(),
-        "--json",
-    ]);
-    let keep = || {
-        let p = std::env::temp_dir().join(format!("baton-power-campaign-{}.jsonl", std::process::id()));
-        let _ = std::fs::copy(&out, &p);
-        p.display().to_string()
-    };
-    assert_eq!(r.code, 0, "history kept at {}\n{}\n{}", keep(), r.stdout, r.stderr);
-    let v: Value = serde_json::from_str(r.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
-    assert_eq!(v["status"], "OK", "{}", r.stdout);
-    let h = lines(&out);
+    let rec = record_ok(
+        dir.path(),
+        "power-campaign",
+        &[
+            "--duration",
+            "20",
+            "--clients",
+            "6",
+            "--nemesis",
+            "power",
+            "--nemesis-interval-ms",
+            "400",
+            "--faults-lib",
+            so.to_str().unwrap(),
+            "--seed",
+            "5",
+        ],
+    );
+    let (out, keep) = (&rec.history, || rec.keep());
+    let h = lines(out);
     let ends: Vec<&Value> =
         h.iter().filter(|l| l["type"] == "nemesis" && l["fault"] == "power" && l["phase"] == "end").collect();
     let n = |l: &Value, k: &str| l[k].as_u64().unwrap_or(0);

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::cli::baton;
+use common::cli::{baton, record_ok};
 
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -51,42 +51,30 @@ fn count(o: &HashMap<(String, String), u64>, f: &str, k: &str) -> u64 {
 #[test]
 fn a_campaign_under_kill_and_stop_is_judged_ok() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("campaign.jsonl");
-    let t = std::time::Instant::now();
-    let r = baton(&[
-        "check",
-        "history",
-        "--spawn",
-        "--duration",
-        "20",
-        "--clients",
-        "8",
-        "--partitions",
-        "3",
-        "--lease-ms",
-        "2000",
-        "--nemesis",
-        "kill,stop",
-        "--nemesis-interval-ms",
-        "1500",
-        "--seed",
-        "7",
-        "--out",
-        out.to_str().unwrap(),
-        "--json",
-    ]);
-    let wall = t.elapsed();
-    let keep = || {
-        let p = std::env::temp_dir().join(format!("baton-campaign-failed-{}.jsonl", std::process::id()));
-        let _ = std::fs::copy(&out, &p);
-        p.display().to_string()
-    };
-    assert_eq!(r.code, 0, "history kept at {}\n{}\n{}", keep(), r.stdout, r.stderr);
-    let v: Value = serde_json::from_str(r.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
-    assert_eq!(v["status"], "OK", "{}", r.stdout);
-    assert!(wall.as_secs() < 60, "the campaign took {wall:?}");
+    let rec = record_ok(
+        dir.path(),
+        "campaign-failed",
+        &[
+            "--duration",
+            "20",
+            "--clients",
+            "8",
+            "--partitions",
+            "3",
+            "--lease-ms",
+            "2000",
+            "--nemesis",
+            "kill,stop",
+            "--nemesis-interval-ms",
+            "1500",
+            "--seed",
+            "7",
+        ],
+    );
+    let (out, keep) = (&rec.history, || rec.keep());
+    assert!(rec.wall.as_secs() < 60, "the campaign took {:?}", rec.wall);
 
-    let h = lines(&out);
+    let h = lines(out);
     let o = outcomes(&h);
     for (f, at_least) in [("push", 300), ("pop", 300), ("ack", 300), ("extend", 30), ("txn", 50)] {
         assert!(count(&o, f, "ok") >= at_least, "{f}: {:?} (keep {})", o, keep());
@@ -110,7 +98,7 @@ fn a_campaign_under_kill_and_stop_is_judged_ok() {
     // 2 queues x 3 partitions, x 2 groups for waiting; one DLQ read per queue.
     assert!(kinds("final_log") >= 6 && kinds("final_waiting") >= 10 && kinds("final_dlq") == 2);
     assert!(h.iter().any(|l| l["type"] == "final_dlq" && l["entries"].as_array().is_some_and(|e| !e.is_empty())));
-    eprintln!("campaign: {o:?} in {wall:?}");
+    eprintln!("campaign: {o:?} in {:?}", rec.wall);
 }
 
 /// A short recording without faults, judged OK; the history is returned to be edited.
