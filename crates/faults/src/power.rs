@@ -41,10 +41,10 @@ pub(crate) fn inside() -> bool {
     INSIDE.with(Cell::get)
 }
 
-struct Inside;
+pub(crate) struct Inside;
 impl Inside {
     /// `None` when already inside (or off): the caller then does nothing.
-    fn enter() -> Option<Inside> {
+    pub(crate) fn enter() -> Option<Inside> {
         if !ON.load(Acquire) || inside() {
             return None;
         }

@@ -77,6 +77,9 @@ pub enum WalError {
     Failed(String),
     #[error("wal is shut down")]
     Closed,
+    /// A request about entries the log does not hold (past its end, or purged).
+    #[error("wal: {0}")]
+    OutOfRange(String),
 }
 
 impl WalError {

@@ -6,7 +6,7 @@
 //! frame with a valid later frame after it, a bad frame in an older segment, a gap or repeat
 //! in indexes) is reported as `WalError::Corrupt` and left on disk for a human.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::path::Path;
 
@@ -29,7 +29,7 @@ pub fn recover(
     from_index: u64,
     mut f: impl FnMut(u64, &[u8]) -> Result<(), WalError>,
 ) -> Result<RecoveryInfo, WalError> {
-    fs::create_dir_all(&cfg.dir).map_err(|e| WalError::io(format!("creating {}", cfg.dir.display()), e))?;
+    segment::create_dir_durably(&cfg.dir).map_err(|e| WalError::io(format!("creating {}", cfg.dir.display()), e))?;
     let from_index = from_index.max(1);
     let segments = segment::list(&cfg.dir)?;
     let mut info = RecoveryInfo { next_index: from_index, truncated_bytes: 0, entries: 0 };

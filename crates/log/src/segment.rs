@@ -177,6 +177,30 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Creates the log's directory (and missing parents) so that it survives a power cut: each
+/// new directory's entry is durable only once the directory holding it is synced, and a
+/// segment synced inside a directory whose own entry was lost is lost with it.
+pub(crate) fn create_dir_durably(dir: &Path) -> io::Result<()> {
+    let mut missing = Vec::new();
+    let mut at = Some(dir);
+    while let Some(d) = at.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+        missing.push(d);
+        at = d.parent();
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    fs::create_dir_all(dir)?;
+    // Deepest first: a directory's own new entries, then its entry in its parent.
+    for d in &missing {
+        sync_dir(d)?;
+        if let Some(parent) = d.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sync_dir(parent)?;
+        }
+    }
+    Ok(())
+}
+
 /// Windows cannot open directories as files; NTFS journals directory metadata itself.
 #[cfg(not(unix))]
 pub(crate) fn sync_dir(_dir: &Path) -> io::Result<()> {

@@ -38,6 +38,8 @@ enum Msg {
     /// An item and the index [`WalWriter::append`] promised it.
     Item(Pending, u64),
     TruncateBefore(u64),
+    /// Remove every entry from this index on (`WalWriter::truncate_from`), then answer.
+    TruncateFrom(u64, Sender<Result<(), WalError>>),
     Shutdown,
 }
 
@@ -125,7 +127,8 @@ impl WalWriter {
     /// writer never depends on where a previous run, or a torn-tail truncation, left off.
     pub fn start(cfg: WalConfig, next_index: u64) -> Result<WalWriter, WalError> {
         let next_index = next_index.max(1);
-        fs::create_dir_all(&cfg.dir).map_err(|e| WalError::io(format!("creating {}", cfg.dir.display()), e))?;
+        segment::create_dir_durably(&cfg.dir)
+            .map_err(|e| WalError::io(format!("creating {}", cfg.dir.display()), e))?;
         let mut segments: VecDeque<SegmentFile> = segment::list(&cfg.dir)?.into();
         let active = open_active(&cfg, &mut segments, next_index)?;
         let spare = if cfg.preallocate {
@@ -190,6 +193,34 @@ impl WalWriter {
             let _ = self.tx.send(Msg::Item(pending, index));
         }
         index
+    }
+
+    /// Removes every entry with index >= `index`, durably, before it returns; the next
+    /// append gets `index`. What Raft asks of a follower whose uncommitted tail conflicts
+    /// with its leader's. Appends submitted before it are committed first; none can be
+    /// submitted while it runs (it holds the index lock). `index` must be within the log:
+    /// not past its end, not below its oldest segment. A failure on the disk latches.
+    pub fn truncate_from(&self, index: u64) -> Result<(), WalError> {
+        let mut next = lock(&self.next);
+        if let Some(reason) = self.shared.failure() {
+            return Err(WalError::Failed(reason));
+        }
+        if self.shared.closed.load(Ordering::Acquire) {
+            return Err(WalError::Closed);
+        }
+        if index > *next {
+            return Err(WalError::OutOfRange(format!(
+                "cannot truncate from entry {index}: the log ends at entry {}",
+                *next - 1
+            )));
+        }
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.tx.send(Msg::TruncateFrom(index, tx)).map_err(|_| WalError::Closed)?;
+        let r = rx.recv().unwrap_or(Err(WalError::Closed));
+        if r.is_ok() {
+            *next = index;
+        }
+        r
     }
 
     /// Deletes whole segments all of whose entries have index < `index`. Runs on the writer
@@ -335,11 +366,12 @@ impl Writer {
             // and dropping the receiver answers any straggler with Closed.
             let first = if stopping { self.rx.try_recv().ok() } else { self.rx.recv().ok() };
             let Some(first) = first else { break };
-            let mut truncate = None;
-            self.take(first, &mut truncate, &mut stopping);
-            while self.buf.len() < MAX_BATCH_BYTES && self.slots.len() < MAX_BATCH_ITEMS {
+            let (mut truncate, mut tail) = (None, None);
+            self.take(first, &mut truncate, &mut tail, &mut stopping);
+            // A suffix truncation ends the batch: what came before it is committed first.
+            while tail.is_none() && self.buf.len() < MAX_BATCH_BYTES && self.slots.len() < MAX_BATCH_ITEMS {
                 match self.rx.try_recv() {
-                    Ok(msg) => self.take(msg, &mut truncate, &mut stopping),
+                    Ok(msg) => self.take(msg, &mut truncate, &mut tail, &mut stopping),
                     Err(_) => break,
                 }
             }
@@ -347,13 +379,23 @@ impl Writer {
             if let Some(index) = truncate {
                 self.truncate_before(index);
             }
+            if let Some((index, reply)) = tail {
+                let _ = reply.send(self.truncate_from(index));
+            }
         }
     }
 
-    fn take(&mut self, msg: Msg, truncate: &mut Option<u64>, stopping: &mut bool) {
+    fn take(
+        &mut self,
+        msg: Msg,
+        truncate: &mut Option<u64>,
+        tail: &mut Option<(u64, Sender<Result<(), WalError>>)>,
+        stopping: &mut bool,
+    ) {
         match msg {
             Msg::Item(pending, index) => self.accept(pending, index),
             Msg::TruncateBefore(index) => *truncate = Some(truncate.map_or(index, |t| t.max(index))),
+            Msg::TruncateFrom(index, reply) => *tail = Some((index, reply)),
             Msg::Shutdown => *stopping = true,
         }
     }
@@ -555,6 +597,11 @@ impl Writer {
         self.segments.len() >= 2 && self.segments.get(1).is_some_and(|next| next.first_index <= index)
     }
 }
+
+mod tail;
+#[cfg(test)]
+#[path = "writer/tail_tests.rs"]
+mod tail_tests;
 
 #[cfg(test)]
 #[path = "writer_tests.rs"]
