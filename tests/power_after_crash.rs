@@ -57,3 +57,23 @@ fn a_power_cut_after_a_crash_restart_loses_nothing_the_restarted_node_answered()
         assert!(body.contains(p), "{p:?} was answered 201 and is gone after the cut: {body}");
     }
 }
+
+/// A new node's first answers, before its first checkpoint (an hour away here), survive
+/// any power cut: the directories it created (the data directory, `wal/`) are durable
+/// before it answers. (The log-level regression of D37 is in crates/faults power_tests;
+/// here the engine's own start-up syncs happen to cover `wal/` too.)
+#[test]
+fn a_power_cut_before_the_first_checkpoint_keeps_what_a_new_node_answered() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_baton"));
+    let shim = find_shim(bin).expect("the fault shim (cargo build --release -p baton-faults)");
+    let args = ["--checkpoint-interval-secs", "3600", "--kafka-addr", "127.0.0.1:0"];
+    let mut b = Broker::start_with_shim_power(Some(bin), &args, Some(&shim), true).unwrap();
+    for i in 0..5 {
+        assert_eq!(push(b.port, &format!("m{i}")), 201);
+    }
+    let durable = b.durable_index().expect("the durable index in /metrics");
+    assert!(durable >= 5, "{durable}");
+    b.kill9();
+    // Twenty cuts of this moment, every second one torn: each must keep the log to `durable`.
+    assert_eq!(b.power_points(20, 99, durable), Ok(20));
+}
