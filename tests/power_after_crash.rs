@@ -32,12 +32,17 @@ fn push(port: u16, payload: &str) -> u16 {
     http(port, "POST", "/api/v1/push", &format!(r#"{{"items":[{{"queue":"q","payload":"{payload}"}}]}}"#)).0
 }
 
-#[test]
-fn a_power_cut_after_a_crash_restart_loses_nothing_the_restarted_node_answered() {
+/// This build's baton under the fault shim's power mirror, checkpoints an hour apart.
+fn broker_with_power_mirror() -> Broker {
     let bin = Path::new(env!("CARGO_BIN_EXE_baton"));
     let shim = find_shim(bin).expect("the fault shim (cargo build --release -p baton-faults)");
     let args = ["--checkpoint-interval-secs", "3600", "--kafka-addr", "127.0.0.1:0"];
-    let mut b = Broker::start_with_shim_power(Some(bin), &args, Some(&shim), true).unwrap();
+    Broker::start_with_shim_power(Some(bin), &args, Some(&shim), true).unwrap()
+}
+
+#[test]
+fn a_power_cut_after_a_crash_restart_loses_nothing_the_restarted_node_answered() {
+    let mut b = broker_with_power_mirror();
     assert_eq!(push(b.port, "before"), 201);
     // The next batch is written, then its fdatasync sleeps: the kill lands in between.
     b.set_faults("fsync slow 5000").unwrap();
@@ -64,10 +69,7 @@ fn a_power_cut_after_a_crash_restart_loses_nothing_the_restarted_node_answered()
 /// here the engine's own start-up syncs happen to cover `wal/` too.)
 #[test]
 fn a_power_cut_before_the_first_checkpoint_keeps_what_a_new_node_answered() {
-    let bin = Path::new(env!("CARGO_BIN_EXE_baton"));
-    let shim = find_shim(bin).expect("the fault shim (cargo build --release -p baton-faults)");
-    let args = ["--checkpoint-interval-secs", "3600", "--kafka-addr", "127.0.0.1:0"];
-    let mut b = Broker::start_with_shim_power(Some(bin), &args, Some(&shim), true).unwrap();
+    let mut b = broker_with_power_mirror();
     for i in 0..5 {
         assert_eq!(push(b.port, &format!("m{i}")), 201);
     }

@@ -57,50 +57,36 @@ impl Server {
 
     /// `baton serve` with these flags and environment in a fresh temp dir, healthy.
     fn launch(args: &[&str], envs: &[(&str, &str)]) -> Server {
-        let tmp = tempfile::tempdir().expect("temp dir");
-        let dir = tmp.path().join("data");
-        let mut s = Server {
-            child: None,
-            port: free_port(),
-            dir,
-            _tmp: Some(tmp),
-            args: args.iter().map(|s| s.to_string()).collect(),
-            envs: envs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-            nofile: None,
-        };
+        let mut s = Self::unstarted(free_port(), args, envs, None);
         s.spawn_first();
         s
     }
 
-    /// Start on `port` if baton can bind it, else on a fresh one (`port` is
-    /// then held by someone else, as when two tests raced for it).
-    pub fn start_on(port: u16, args: &[&str]) -> Server {
+    /// A server on `port` in a fresh temp dir, not yet started.
+    fn unstarted(port: u16, args: &[&str], envs: &[(&str, &str)], nofile: Option<u64>) -> Server {
         let tmp = tempfile::tempdir().expect("temp dir");
-        let mut s = Server {
+        Server {
             child: None,
             port,
             dir: tmp.path().join("data"),
             _tmp: Some(tmp),
             args: args.iter().map(|s| s.to_string()).collect(),
-            envs: Vec::new(),
-            nofile: None,
-        };
+            envs: envs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            nofile,
+        }
+    }
+
+    /// Start on `port` if baton can bind it, else on a fresh one (`port` is
+    /// then held by someone else, as when two tests raced for it).
+    pub fn start_on(port: u16, args: &[&str]) -> Server {
+        let mut s = Self::unstarted(port, args, &[], None);
         s.spawn_first();
         s
     }
 
     /// Start with extra flags under a limit of `nofile` open files (soft and hard).
     pub fn start_with_nofile(args: &[&str], nofile: u64) -> Server {
-        let tmp = tempfile::tempdir().expect("temp dir");
-        let mut s = Server {
-            child: None,
-            port: free_port(),
-            dir: tmp.path().join("data"),
-            _tmp: Some(tmp),
-            args: args.iter().map(|s| s.to_string()).collect(),
-            envs: Vec::new(),
-            nofile: Some(nofile),
-        };
+        let mut s = Self::unstarted(free_port(), args, &[], Some(nofile));
         s.spawn_first();
         s
     }
@@ -310,16 +296,7 @@ impl Server {
             let addr = format!("127.0.0.1:{kport}");
             let mut args = vec!["--kafka-addr", addr.as_str(), "--kafka-initial-rebalance-delay-ms", "0"];
             args.extend_from_slice(extra);
-            let tmp = tempfile::tempdir().expect("temp dir");
-            let mut s = Server {
-                child: None,
-                port: free_port(),
-                dir: tmp.path().join("data"),
-                _tmp: Some(tmp),
-                args: args.iter().map(|s| s.to_string()).collect(),
-                envs: Vec::new(),
-                nofile: None,
-            };
+            let mut s = Self::unstarted(free_port(), &args, &[], None);
             match s.try_spawn() {
                 Ok(()) => return (s, kport),
                 Err(e) if lost_a_port_race(&e) => continue,

@@ -224,7 +224,11 @@ impl Nemesis {
     /// it, which must neither lose an answered write nor call the disk corrupt.
     fn power(&self, b: &mut Broker, seed: u64, tear: bool) -> Result<Map<String, Value>, String> {
         // Read before the kill: every entry at or below it is on disk, so every cut keeps it.
-        let durable = if self.points > 0 { b.durable_index() } else { None };
+        // Asked-for points are never skipped quietly: no gauge is an error.
+        let durable = match self.points {
+            0 => None,
+            _ => Some(b.durable_index().ok_or("--power-points: /metrics gave no baton_wal_durable_index")?),
+        };
         b.kill9();
         let judged = match durable {
             Some(d) => b.power_points(self.points, seed, d)?,
