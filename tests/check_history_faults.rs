@@ -330,3 +330,12 @@ fn a_restart_with_the_wall_clock_an_hour_off_keeps_leases_and_dedup_on_real_time
     let v: Value = serde_json::from_str(r.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}\n{}", r.stdout, r.stderr));
     assert_eq!((v["status"].as_str(), r.code), (Some("OK"), 0), "violations {}", v["violation_counts"]);
 }
+
+/// Each power point is a restore and a full `check data`: an unbounded count would
+/// hold the nemesis inside one cut for as long as the number says.
+#[test]
+fn power_points_past_their_bound_are_refused_before_anything_starts() {
+    let r = baton(&["check", "history", "--spawn", "--duration", "1", "--power-points", "10001"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("10001 is not in 0..=10000"), "{}", r.stderr);
+}

@@ -83,7 +83,8 @@ pub struct RecordArgs {
     /// At every `power` cut, this many more cuts of the same moment, each restored aside
     /// and judged as start-up would (`check data`) and held to the log entry the broker
     /// said was durable before the kill; the campaign's own cut is judged by the history.
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    /// At most 10,000: each is a restore and a `check data` of the whole directory.
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=10_000))]
     pub power_points: u64,
     /// Concurrent Kafka client tasks (idempotent and plain produce, fetch, offset commit
     /// and fetch on a topic of their own); 0: none.
