@@ -248,8 +248,9 @@ pub const SYNCFS_FROM: usize = 512;
 /// them, so they must be on disk before anything built on them is answered.
 pub(crate) fn sync_left_behind(data_dir: &Path) -> Result<(), String> {
     let d = File::open(data_dir).map_err(|e| format!("open {}: {e}", data_dir.display()))?;
+    // Only a platform without syncfs falls back; a write-back error it reports must refuse.
     sync_filesystem(&d)
-        .or_else(|_| d.sync_all())
+        .or_else(|e| if e.kind() == std::io::ErrorKind::Unsupported { d.sync_all() } else { Err(e) })
         .map_err(|e| format!("syncing what the last run left unsynced in {} failed: {e}", data_dir.display()))
 }
 
