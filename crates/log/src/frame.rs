@@ -89,21 +89,28 @@ pub(crate) fn decode(bytes: &[u8]) -> Decoded<'_> {
     Decoded::Frame { index, payload, len: HEADER_LEN + len }
 }
 
-/// Offset (relative to `bytes`) of the first position holding a frame that fully validates
-/// and whose index is at least `min_index`. Frames the log wrote after a damaged one carry
-/// later indexes, so requiring `min_index` keeps a frame that merely happens to be embedded
-/// inside some payload from being mistaken for log data.
 /// The length of the frame at the start of `bytes` (header and payload) when its header is
 /// intact (magic, a length within the cap) and all of it is present, valid checksum or not.
 pub(crate) fn whole_len(bytes: &[u8]) -> Option<usize> {
-    let h = bytes.first_chunk::<HEADER_LEN>()?;
+    let len = payload_len(bytes)?;
+    (HEADER_LEN + len <= bytes.len()).then_some(HEADER_LEN + len)
+}
+
+/// The payload length a frame header declares, when the header is intact (magic, a length
+/// within the cap); lets a reader fetch exactly one frame without trusting a wild length.
+pub(crate) fn payload_len(header: &[u8]) -> Option<usize> {
+    let h = header.first_chunk::<HEADER_LEN>()?;
     if h[0..4] != MAGIC_BYTES {
         return None;
     }
     let len = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
-    (len <= MAX_PAYLOAD && HEADER_LEN + len <= bytes.len()).then_some(HEADER_LEN + len)
+    (len <= MAX_PAYLOAD).then_some(len)
 }
 
+/// Offset (relative to `bytes`) of the first position holding a frame that fully validates
+/// and whose index is at least `min_index`. Frames the log wrote after a damaged one carry
+/// later indexes, so requiring `min_index` keeps a frame that merely happens to be embedded
+/// inside some payload from being mistaken for log data.
 pub(crate) fn find_valid_frame(bytes: &[u8], min_index: u64) -> Option<usize> {
     let mut from = 0;
     while let Some(rel) = bytes.get(from..)?.windows(MAGIC_BYTES.len()).position(|w| w == MAGIC_BYTES) {

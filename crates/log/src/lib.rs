@@ -14,6 +14,7 @@ pub mod inspect;
 #[cfg(feature = "mutants")]
 pub mod mutant;
 pub mod priority;
+pub mod reader;
 mod recovery;
 mod segment;
 mod spare;
@@ -26,6 +27,7 @@ mod test_util;
 use std::fmt::Display;
 use std::path::PathBuf;
 
+pub use reader::WalReader;
 pub use recovery::recover;
 pub use segment::write_paced;
 pub use stats::{Histogram, WalStats};

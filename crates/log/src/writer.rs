@@ -177,8 +177,32 @@ impl WalWriter {
     /// failed or closed, `complete()` is called with the error right here, on the caller's
     /// thread (the index is used up all the same: nothing is ever written after a latch).
     pub fn submit(&self, item: Box<dyn WalItem>) -> u64 {
+        let next = lock(&self.next);
+        let index = *next;
+        self.enqueue(next, item);
+        index
+    }
+
+    /// [`Self::submit`] for a caller that numbers its entries itself (Raft's log): the item
+    /// is taken only if it gets `index`; otherwise it is handed back, untouched and never
+    /// completed, with the index it would have got. Checked under the index lock, so an
+    /// entry can never be written under a number its caller did not give it.
+    pub fn submit_at(&self, item: Box<dyn WalItem>, index: u64) -> Result<(), (Box<dyn WalItem>, u64)> {
+        let next = lock(&self.next);
+        if *next != index {
+            return Err((item, *next));
+        }
+        self.enqueue(next, item);
+        Ok(())
+    }
+
+    /// The index the next submitted item gets.
+    pub fn next_index(&self) -> u64 {
+        *lock(&self.next)
+    }
+
+    fn enqueue(&self, mut next: MutexGuard<'_, u64>, item: Box<dyn WalItem>) {
         let pending = Pending(Some(item));
-        let mut next = lock(&self.next);
         let index = *next;
         *next = next.saturating_add(1);
         if let Some(reason) = self.shared.failure() {
@@ -192,7 +216,6 @@ impl WalWriter {
             // it later) and Pending's Drop answers Closed.
             let _ = self.tx.send(Msg::Item(pending, index));
         }
-        index
     }
 
     /// Removes every entry with index >= `index`, durably, before it returns; the next

@@ -477,3 +477,26 @@ fn retired_segments_are_reused_as_spares_and_the_pool_is_bounded() {
     let want: Vec<Vec<u8>> = second.into_iter().chain(third).collect();
     assert_eq!(got.into_iter().map(|(_, p)| p).collect::<Vec<_>>(), want);
 }
+
+/// A caller that numbers its own entries (Raft's log) can never have one written under
+/// another number: `submit_at` takes the item only when the index matches, and hands it back
+/// unanswered otherwise.
+#[test]
+fn submit_at_takes_only_the_index_it_was_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = WalWriter::start(cfg(dir.path(), 1 << 20), 5).unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    assert!(w.submit_at(item(0, b"five".to_vec(), &tx), 5).is_ok());
+    let (back, got) = w.submit_at(item(1, b"seven".to_vec(), &tx), 7).err().expect("7 is not next");
+    assert_eq!(got, 6);
+    assert_eq!(w.next_index(), 6);
+    assert!(w.submit_at(back, 6).is_ok(), "the item handed back is whole and can go in its place");
+    let mut done: Vec<_> = (0..2).map(|_| rx.recv_timeout(WAIT).unwrap()).collect();
+    done.sort_by_key(|d| d.0);
+    assert_eq!(done[0].1.as_ref().unwrap(), &5);
+    assert_eq!(done[1].1.as_ref().unwrap(), &6);
+    assert!(rx.try_recv().is_err(), "nothing answered twice");
+    w.shutdown();
+    let (_, got) = recover_all(&cfg(dir.path(), 1 << 20), 5).unwrap();
+    assert_eq!(got, vec![(5, b"five".to_vec()), (6, b"seven".to_vec())]);
+}

@@ -1,0 +1,313 @@
+//! openraft's state machine: Raft's bookkeeping (last applied log id, last membership, the
+//! current snapshot) around Baton's apply, which it reaches only through [`Applier`].
+//!
+//! Owns the snapshot files: `<dir>/snap-<term>-<index>` holds magic `BRS1`, a u32 length, the
+//! bincode of its `SnapshotMeta`, a crc32c of that meta, then whatever the applier wrote. A
+//! snapshot is written to a `.tmp` file, fdatasync'd and renamed: a crash leaves the old
+//! snapshot or the new one. A received snapshot is copied from the stream it arrived in, so
+//! memory holds one copy buffer, never a whole snapshot.
+//! Must never: apply an entry out of order or twice (an index at or below the last applied
+//! one is refused), report a snapshot whose file is not durable, or start from a snapshot
+//! whose meta does not check.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bincode::Options;
+use openraft::storage::{RaftStateMachine, Snapshot};
+use openraft::{EntryPayload, ErrorSubject, ErrorVerb, RaftSnapshotBuilder, SnapshotMeta};
+use parking_lot::Mutex;
+
+use crate::{io_error, Entry, Frame, LogId, NodeId, StorageError, StoredMembership, TypeConfig};
+
+const MAGIC: &[u8; 4] = b"BRS1";
+const MAX_META: u64 = 1 << 20;
+
+type Meta = SnapshotMeta<NodeId, openraft::BasicNode>;
+
+/// What a node's state is, to Raft: something committed frames are applied to, in order,
+/// that can be written out whole and read back.
+pub trait Applier: Send + 'static {
+    /// Applies one committed planner frame (I1: a pure function of the state and the frame).
+    fn apply(&mut self, index: u64, frame: &Frame) -> Result<(), String>;
+    /// Writes the whole state, as of the last frame applied, to `out`.
+    fn snapshot(&mut self, out: &mut dyn Write) -> Result<(), String>;
+    /// Replaces the whole state with what [`Applier::snapshot`] wrote.
+    fn restore(&mut self, input: &mut dyn Read) -> Result<(), String>;
+}
+
+struct Inner<A> {
+    dir: PathBuf,
+    applier: A,
+    applied: Option<LogId>,
+    membership: StoredMembership,
+    current: Option<(Meta, PathBuf)>,
+    /// Names received snapshots apart.
+    received: u64,
+}
+
+/// The state machine handed to openraft; its snapshot builder shares it.
+pub struct Machine<A> {
+    inner: Arc<Mutex<Inner<A>>>,
+}
+
+impl<A> Clone for Machine<A> {
+    fn clone(&self) -> Self {
+        Machine { inner: Arc::clone(&self.inner) }
+    }
+}
+
+fn snap_err(verb: ErrorVerb, e: impl std::fmt::Display) -> StorageError {
+    io_error(ErrorSubject::Snapshot(None), verb, e)
+}
+
+fn meta_codec() -> impl Options {
+    bincode::options().with_limit(MAX_META).with_fixint_encoding()
+}
+
+impl<A: Applier> Machine<A> {
+    /// Opens the snapshots in `dir` (creating it durably) and restores `applier` from the
+    /// newest; with none, the applier is taken as the empty state.
+    pub fn open(dir: &Path, mut applier: A) -> Result<Machine<A>, StorageError> {
+        crate::meta::create_dir_durably(dir).map_err(|e| snap_err(ErrorVerb::Write, e))?;
+        let mut newest: Option<(Meta, PathBuf)> = None;
+        for entry in fs::read_dir(dir).map_err(|e| snap_err(ErrorVerb::Read, e))? {
+            let path = entry.map_err(|e| snap_err(ErrorVerb::Read, e))?.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+            if name.ends_with(".tmp") {
+                // Half-written or half-received: never renamed into place, so never relied on.
+                fs::remove_file(&path).map_err(|e| snap_err(ErrorVerb::Delete, e))?;
+                continue;
+            }
+            if !name.starts_with("snap-") {
+                continue;
+            }
+            let meta = read_meta(&mut File::open(&path).map_err(|e| snap_err(ErrorVerb::Read, e))?)
+                .map_err(|e| snap_err(ErrorVerb::Read, format!("{}: {e}", path.display())))?;
+            if newest.as_ref().is_none_or(|(m, _)| m.last_log_id < meta.last_log_id) {
+                newest = Some((meta, path));
+            }
+        }
+        let (mut applied, mut membership) = (None, StoredMembership::default());
+        if let Some((meta, path)) = &newest {
+            let mut f = File::open(path).map_err(|e| snap_err(ErrorVerb::Read, e))?;
+            read_meta(&mut f).map_err(|e| snap_err(ErrorVerb::Read, e))?;
+            applier.restore(&mut io::BufReader::new(f)).map_err(|e| snap_err(ErrorVerb::Read, e))?;
+            applied = meta.last_log_id;
+            membership = meta.last_membership.clone();
+        }
+        Ok(Machine {
+            inner: Arc::new(Mutex::new(Inner {
+                dir: dir.to_path_buf(),
+                applier,
+                applied,
+                membership,
+                current: newest,
+                received: 0,
+            })),
+        })
+    }
+
+    /// Runs `f` on the applier (for the node's reads of its state and for tests).
+    pub fn with_applier<R>(&self, f: impl FnOnce(&mut A) -> R) -> R {
+        f(&mut self.inner.lock().applier)
+    }
+}
+
+fn write_meta(out: &mut impl Write, meta: &Meta) -> io::Result<()> {
+    let body = meta_codec().serialize(meta).map_err(|e| io::Error::other(e.to_string()))?;
+    out.write_all(MAGIC)?;
+    out.write_all(&(body.len() as u32).to_le_bytes())?;
+    out.write_all(&body)?;
+    out.write_all(&crc32c::crc32c(&body).to_le_bytes())
+}
+
+fn read_meta(input: &mut impl Read) -> Result<Meta, String> {
+    let mut head = [0u8; 8];
+    input.read_exact(&mut head).map_err(|e| format!("snapshot header: {e}"))?;
+    if &head[0..4] != MAGIC {
+        return Err("not a snapshot (bad magic)".into());
+    }
+    let len = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes")) as u64;
+    if len > MAX_META {
+        return Err(format!("snapshot meta of {len} bytes is over the {MAX_META}-byte cap"));
+    }
+    let mut body = vec![0u8; len as usize + 4];
+    input.read_exact(&mut body).map_err(|e| format!("snapshot meta: {e}"))?;
+    let (body, crc) = body.split_at(len as usize);
+    if crc32c::crc32c(body).to_le_bytes() != crc {
+        return Err("snapshot meta checksum mismatch".into());
+    }
+    meta_codec().deserialize(body).map_err(|e| format!("snapshot meta does not decode: {e}"))
+}
+
+/// Writes `tmp` whole with `fill`, syncs it, renames it to `path` and syncs the directory.
+fn publish(
+    dir: &Path,
+    tmp: &Path,
+    path: &Path,
+    fill: impl FnOnce(&mut File) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(tmp).map_err(|e| e.to_string())?;
+    fill(&mut f)?;
+    f.sync_data().map_err(|e| e.to_string())?;
+    fs::rename(tmp, path).map_err(|e| e.to_string())?;
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| e.to_string())
+}
+
+fn snap_name(meta: &Meta) -> String {
+    let (term, index) = meta.last_log_id.map_or((0, 0), |l| (l.leader_id.term, l.index + 1));
+    format!("snap-{term:020}-{index:020}")
+}
+
+impl<A: Applier> Inner<A> {
+    fn build(&mut self) -> Result<Meta, String> {
+        let meta =
+            Meta { last_log_id: self.applied, last_membership: self.membership.clone(), snapshot_id: String::new() };
+        let name = snap_name(&meta);
+        let meta = Meta { snapshot_id: name.clone(), ..meta };
+        let (path, tmp) = (self.dir.join(&name), self.dir.join(format!("{name}.tmp")));
+        let applier = &mut self.applier;
+        publish(&self.dir, &tmp, &path, |f| {
+            let mut w = io::BufWriter::new(f);
+            write_meta(&mut w, &meta).map_err(|e| e.to_string())?;
+            applier.snapshot(&mut w)?;
+            w.flush().map_err(|e| e.to_string())
+        })?;
+        self.replace_current(meta.clone(), path);
+        Ok(meta)
+    }
+
+    /// The newest snapshot becomes current; older ones go (best effort: they cost only disk).
+    fn replace_current(&mut self, meta: Meta, path: PathBuf) {
+        if let Some((_, old)) = self.current.replace((meta, path.clone())) {
+            if old != path {
+                let _ = fs::remove_file(old);
+            }
+        }
+    }
+}
+
+impl<A: Applier> RaftSnapshotBuilder<TypeConfig> for Machine<A> {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
+        let inner = Arc::clone(&self.inner);
+        let (meta, path) = tokio::task::spawn_blocking(move || {
+            let mut i = inner.lock();
+            let meta = i.build()?;
+            Ok::<_, String>((meta, i.current.as_ref().expect("just built").1.clone()))
+        })
+        .await
+        .map_err(|e| snap_err(ErrorVerb::Write, e))?
+        .map_err(|e| snap_err(ErrorVerb::Write, e))?;
+        let file = tokio::fs::File::open(path).await.map_err(|e| snap_err(ErrorVerb::Read, e))?;
+        Ok(Snapshot { meta, snapshot: Box::new(file) })
+    }
+}
+
+impl<A: Applier> RaftStateMachine<TypeConfig> for Machine<A> {
+    type SnapshotBuilder = Self;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), StorageError> {
+        let i = self.inner.lock();
+        Ok((i.applied, i.membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<()>, StorageError>
+    where
+        I: IntoIterator<Item = Entry> + Send,
+        I::IntoIter: Send,
+    {
+        let mut i = self.inner.lock();
+        let mut out = Vec::new();
+        for e in entries {
+            if i.applied.is_some_and(|a| a.index >= e.log_id.index) {
+                return Err(io_error(
+                    ErrorSubject::Apply(e.log_id),
+                    ErrorVerb::Write,
+                    format!("entry {} is at or below the last applied one", e.log_id),
+                ));
+            }
+            match &e.payload {
+                EntryPayload::Blank => {}
+                EntryPayload::Normal(frame) => i
+                    .applier
+                    .apply(e.log_id.index, frame)
+                    .map_err(|err| io_error(ErrorSubject::Apply(e.log_id), ErrorVerb::Write, err))?,
+                EntryPayload::Membership(m) => i.membership = StoredMembership::new(Some(e.log_id), m.clone()),
+            }
+            i.applied = Some(e.log_id);
+            out.push(());
+        }
+        Ok(out)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self {
+        self.clone()
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>, StorageError> {
+        let path = {
+            let mut i = self.inner.lock();
+            i.received += 1;
+            i.dir.join(format!("recv-{}.tmp", i.received))
+        };
+        let f = tokio::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .await
+            .map_err(|e| snap_err(ErrorVerb::Write, e))?;
+        Ok(Box::new(f))
+    }
+
+    async fn install_snapshot(&mut self, meta: &Meta, snapshot: Box<tokio::fs::File>) -> Result<(), StorageError> {
+        let mut src = snapshot.into_std().await;
+        let inner = Arc::clone(&self.inner);
+        let meta = meta.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut i = inner.lock();
+            src.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
+            let got = read_meta(&mut src)?;
+            if got.last_log_id != meta.last_log_id || got.last_membership != meta.last_membership {
+                return Err(format!(
+                    "received snapshot holds {:?}, not the {:?} it was sent as",
+                    got.last_log_id, meta.last_log_id
+                ));
+            }
+            let name = snap_name(&meta);
+            let (path, tmp) = (i.dir.join(&name), i.dir.join(format!("{name}.tmp")));
+            let dir = i.dir.clone();
+            src.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
+            publish(&dir, &tmp, &path, |f| io::copy(&mut src, f).map(|_| ()).map_err(|e| e.to_string()))?;
+            let mut f = io::BufReader::new(File::open(&path).map_err(|e| e.to_string())?);
+            read_meta(&mut f)?;
+            i.applier.restore(&mut f)?;
+            i.applied = meta.last_log_id;
+            i.membership = meta.last_membership.clone();
+            i.replace_current(Meta { snapshot_id: name, ..meta }, path);
+            Ok(())
+        })
+        .await
+        .map_err(|e| snap_err(ErrorVerb::Write, e))?
+        .map_err(|e| snap_err(ErrorVerb::Write, e))?;
+        // The stream it came in is spent: its temporary file goes.
+        let dir = self.inner.lock().dir.clone();
+        for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if entry.file_name().to_str().is_some_and(|n| n.starts_with("recv-")) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
+        let current = self.inner.lock().current.clone();
+        let Some((meta, path)) = current else { return Ok(None) };
+        let file = tokio::fs::File::open(path).await.map_err(|e| snap_err(ErrorVerb::Read, e))?;
+        Ok(Some(Snapshot { meta, snapshot: Box::new(file) }))
+    }
+}

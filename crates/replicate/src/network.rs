@@ -1,0 +1,206 @@
+//! The transport between nodes: openraft's three RPCs as HTTP POSTs with bincode bodies,
+//! `/raft/append`, `/raft/vote`, `/raft/snapshot`, on the node's Raft address.
+//!
+//! Owns the bounds of what crosses the wire: a request the sender would make over
+//! `max_rpc_bytes` is never sent (openraft hears `PayloadTooLarge` and sends fewer entries),
+//! and the receiver refuses a body over the same bound with 413 before it decodes anything.
+//! A body that does not decode is 400 and changes nothing. Must never panic on what a peer
+//! sends, and never wait past openraft's deadline for an answer.
+//! The Raft port trusts whoever reaches it (no authentication yet): bind it to a private
+//! network, as docs/cluster.md says.
+
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use bincode::Options;
+use openraft::error::{
+    InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, RemoteError, Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest,
+    VoteResponse,
+};
+use openraft::BasicNode;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::{NodeId, Raft, TypeConfig};
+
+/// The bound on one RPC body: above the planner's largest frame (`max_frame_bytes`, 64 MiB,
+/// plus the entry that crossed it) with room for its header.
+pub const DEFAULT_MAX_RPC_BYTES: usize = 256 << 20;
+
+fn codec(limit: usize) -> impl Options {
+    bincode::options().with_limit(limit as u64).with_fixint_encoding()
+}
+
+/// Makes one [`Peer`] per target; shares one connection pool.
+#[derive(Clone)]
+pub struct Network {
+    client: reqwest::Client,
+    max_rpc_bytes: usize,
+}
+
+impl Network {
+    pub fn new(max_rpc_bytes: usize) -> Network {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(1))
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build()
+            .expect("a plain HTTP client builds");
+        Network { client, max_rpc_bytes }
+    }
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = Peer;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Peer {
+        Peer { client: self.client.clone(), base: format!("http://{}", node.addr), target, max: self.max_rpc_bytes }
+    }
+}
+
+pub struct Peer {
+    client: reqwest::Client,
+    base: String,
+    target: NodeId,
+    max: usize,
+}
+
+type Rpc<E> = RPCError<NodeId, BasicNode, RaftError<NodeId, E>>;
+
+impl Peer {
+    async fn call<Req, Resp, E>(
+        &self,
+        path: &str,
+        req: &Req,
+        entries: Option<u64>,
+        option: &RPCOption,
+    ) -> Result<Resp, Rpc<E>>
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned,
+        E: std::error::Error + DeserializeOwned,
+    {
+        let body = match codec(self.max).serialize(req) {
+            Ok(b) => b,
+            Err(e) => {
+                return Err(match entries {
+                    // Over the bound: openraft retries with about half as many entries.
+                    Some(n) if n > 1 => RPCError::PayloadTooLarge(PayloadTooLarge::new_entries_hint(n / 2)),
+                    _ => RPCError::Network(NetworkError::new(&std::io::Error::other(format!(
+                        "a {path} request does not fit in {} bytes: {e}",
+                        self.max
+                    )))),
+                });
+            }
+        };
+        let sent = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .timeout(option.hard_ttl())
+            .header("content-type", "application/octet-stream")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))?;
+        let status = sent.status();
+        let bytes = sent.bytes().await.map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        if !status.is_success() {
+            let text = String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).into_owned();
+            return Err(RPCError::Network(NetworkError::new(&std::io::Error::other(format!(
+                "{path} on node {}: {status}: {text}",
+                self.target
+            )))));
+        }
+        let answer: Result<Resp, RaftError<NodeId, E>> =
+            codec(self.max).deserialize(&bytes).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        answer.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+    }
+}
+
+impl RaftNetwork<TypeConfig> for Peer {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, Rpc<openraft::error::Infallible>> {
+        let n = rpc.entries.len() as u64;
+        self.call("/raft/append", &rpc, Some(n), &option).await
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<InstallSnapshotResponse<NodeId>, Rpc<InstallSnapshotError>> {
+        self.call("/raft/snapshot", &rpc, None, &option).await
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, Rpc<openraft::error::Infallible>> {
+        self.call("/raft/vote", &rpc, None, &option).await
+    }
+}
+
+#[derive(Clone)]
+struct Served {
+    raft: Raft,
+    max: usize,
+}
+
+/// The receiving side: the routes a node serves on its Raft address.
+pub fn router(raft: Raft, max_rpc_bytes: usize) -> Router {
+    Router::new()
+        .route("/raft/append", post(append))
+        .route("/raft/vote", post(vote))
+        .route("/raft/snapshot", post(snapshot))
+        .layer(DefaultBodyLimit::max(max_rpc_bytes))
+        .with_state(Served { raft, max: max_rpc_bytes })
+}
+
+fn decode<T: DeserializeOwned>(max: usize, body: &[u8]) -> Result<T, Response> {
+    codec(max)
+        .deserialize(body)
+        .map_err(|e| (StatusCode::BAD_REQUEST, format!("the request does not decode: {e}")).into_response())
+}
+
+fn encode<T: Serialize>(max: usize, answer: &T) -> Response {
+    match codec(max).serialize(answer) {
+        Ok(b) => (StatusCode::OK, b).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("the answer does not encode: {e}")).into_response(),
+    }
+}
+
+async fn append(State(s): State<Served>, body: Bytes) -> Response {
+    let req: AppendEntriesRequest<TypeConfig> = match decode(s.max, &body) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    encode(s.max, &s.raft.append_entries(req).await)
+}
+
+async fn vote(State(s): State<Served>, body: Bytes) -> Response {
+    let req: VoteRequest<NodeId> = match decode(s.max, &body) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    encode(s.max, &s.raft.vote(req).await)
+}
+
+async fn snapshot(State(s): State<Served>, body: Bytes) -> Response {
+    let req: InstallSnapshotRequest<TypeConfig> = match decode(s.max, &body) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    encode(s.max, &s.raft.install_snapshot(req).await)
+}

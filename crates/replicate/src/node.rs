@@ -1,0 +1,121 @@
+//! One Raft member: its log store, state machine, openraft instance and Raft listener, wired
+//! from one config, started and stopped as one.
+//!
+//! Owns the layout of a member's directory (`wal/` the log, `raft/` its metadata,
+//! `snapshots/`) and the timing settings. Must never start serving Raft before its storage
+//! has recovered, and never leave the listener running after `shutdown` returns.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::{BasicNode, Config, SnapshotPolicy};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use crate::log_store::{LogStore, LogStoreConfig};
+use crate::machine::{Applier, Machine};
+use crate::network::{self, Network};
+use crate::{NodeId, Raft};
+
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    pub id: NodeId,
+    pub dir: PathBuf,
+    /// Where this member listens for Raft RPCs.
+    pub listen: SocketAddr,
+    pub heartbeat: Duration,
+    /// A follower that hears no leader for a random time in this range stands for election.
+    pub election: (Duration, Duration),
+    /// Build a snapshot once this many entries were applied since the last one.
+    pub snapshot_every: u64,
+    /// Entries kept in the log behind a snapshot, for followers a little behind.
+    pub keep_behind_snapshot: u64,
+    pub max_rpc_bytes: usize,
+    pub log: LogStoreConfig,
+}
+
+impl NodeConfig {
+    pub fn new(id: NodeId, dir: impl Into<PathBuf>, listen: SocketAddr) -> NodeConfig {
+        let dir = dir.into();
+        NodeConfig {
+            id,
+            log: LogStoreConfig::new(dir.join("wal")),
+            dir,
+            listen,
+            heartbeat: Duration::from_millis(100),
+            election: (Duration::from_millis(400), Duration::from_millis(800)),
+            snapshot_every: 100_000,
+            keep_behind_snapshot: 10_000,
+            max_rpc_bytes: network::DEFAULT_MAX_RPC_BYTES,
+        }
+    }
+
+    fn raft_config(&self) -> Result<Arc<Config>, String> {
+        let ms = |d: Duration| d.as_millis() as u64;
+        let cfg = Config {
+            cluster_name: "baton".into(),
+            heartbeat_interval: ms(self.heartbeat),
+            election_timeout_min: ms(self.election.0),
+            election_timeout_max: ms(self.election.1),
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(self.snapshot_every),
+            max_in_snapshot_log_to_keep: self.keep_behind_snapshot,
+            ..Default::default()
+        };
+        Ok(Arc::new(cfg.validate().map_err(|e| format!("raft settings: {e}"))?))
+    }
+}
+
+pub struct Node<A: Applier> {
+    pub raft: Raft,
+    pub log: LogStore,
+    pub machine: Machine<A>,
+    pub addr: SocketAddr,
+    server: JoinHandle<()>,
+}
+
+impl<A: Applier> Node<A> {
+    /// Recovers the member's storage from its directory, then starts Raft and its listener.
+    pub async fn start(cfg: NodeConfig, applier: A) -> Result<Node<A>, String> {
+        let raft_cfg = cfg.raft_config()?;
+        let log = LogStore::open(cfg.log.clone(), &cfg.dir.join("raft")).map_err(|e| format!("raft log: {e}"))?;
+        let machine = Machine::open(&cfg.dir.join("snapshots"), applier).map_err(|e| format!("snapshots: {e}"))?;
+        let listener =
+            TcpListener::bind(cfg.listen).await.map_err(|e| format!("raft listener on {}: {e}", cfg.listen))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let raft = Raft::new(cfg.id, raft_cfg, Network::new(cfg.max_rpc_bytes), log.clone(), machine.clone())
+            .await
+            .map_err(|e| format!("raft: {e}"))?;
+        let app = network::router(raft.clone(), cfg.max_rpc_bytes);
+        let server = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::error!(error = %e, "raft listener stopped");
+            }
+        });
+        Ok(Node { raft, log, machine, addr, server })
+    }
+
+    /// Makes this member the first of a new cluster of `members` (id -> Raft address). Only
+    /// ever on one member, once: the others learn the membership from it.
+    pub async fn initialize(&self, members: &BTreeMap<NodeId, String>) -> Result<(), String> {
+        let nodes: BTreeMap<NodeId, BasicNode> = members.iter().map(|(id, a)| (*id, BasicNode::new(a))).collect();
+        self.raft.initialize(nodes).await.map_err(|e| e.to_string())
+    }
+
+    /// The voters of the membership in effect.
+    pub fn voters(&self) -> BTreeSet<NodeId> {
+        self.raft.metrics().borrow().membership_config.membership().voter_ids().collect()
+    }
+
+    /// Stops Raft, then the listener, then the log (what was appended is finished first).
+    pub async fn shutdown(self) {
+        if let Err(e) = self.raft.shutdown().await {
+            tracing::warn!(error = %e, "raft did not stop cleanly");
+        }
+        self.server.abort();
+        let _ = self.server.await;
+        self.log.shutdown();
+    }
+}
