@@ -28,6 +28,7 @@ pub mod index;
 pub mod lease;
 mod parts;
 pub mod pipeline;
+pub mod proxy;
 
 use clap::{Args, Subcommand};
 

@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Debug;
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -110,6 +111,17 @@ struct Inner {
     flush: Arc<Mutex<Flush>>,
     state: Mutex<State>,
     tail: Mutex<Tail>,
+    stats: LogStats,
+}
+
+/// What the log store did, for `/metrics` and for tests that must know a path was taken.
+#[derive(Debug, Default)]
+pub struct LogStats {
+    /// Conflicting tails removed (a follower's uncommitted entries a new leader replaced).
+    pub truncations: AtomicU64,
+    pub truncated_entries: AtomicU64,
+    /// Entries read from the segment files because the tail no longer held them.
+    pub disk_reads: AtomicU64,
 }
 
 struct State {
@@ -172,8 +184,13 @@ impl LogStore {
                 flush,
                 state: Mutex::new(State { wal: Arc::new(wal), meta, last, committed_saved: None }),
                 tail: Mutex::new(Tail { entries: BTreeMap::new(), bytes: 0 }),
+                stats: LogStats::default(),
             }),
         })
+    }
+
+    pub fn stats(&self) -> &LogStats {
+        &self.inner.stats
     }
 
     /// `Some(reason)` once the WAL is latched failed.
@@ -252,6 +269,7 @@ impl Inner {
             if got == 0 {
                 break;
             }
+            self.stats.disk_reads.fetch_add(got, Ordering::Relaxed);
             next += got;
         }
         Ok(out)
@@ -402,7 +420,12 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
         let index = log_id.index;
-        let wal = Arc::clone(&self.inner.state.lock().wal);
+        let (wal, gone) = {
+            let st = self.inner.state.lock();
+            (Arc::clone(&st.wal), st.last.map_or(0, |l| (l.index + 1).saturating_sub(index)))
+        };
+        self.inner.stats.truncations.fetch_add(1, Ordering::Relaxed);
+        self.inner.stats.truncated_entries.fetch_add(gone, Ordering::Relaxed);
         tokio::task::spawn_blocking(move || wal.truncate_from(wal_index(index)))
             .await
             .map_err(|e| wal_err(ErrorVerb::Delete, e))?

@@ -9,6 +9,8 @@
 //! The Raft port trusts whoever reaches it (no authentication yet): bind it to a private
 //! network, as docs/cluster.md says.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -27,6 +29,7 @@ use openraft::raft::{
     VoteResponse,
 };
 use openraft::BasicNode;
+use parking_lot::RwLock;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -40,21 +43,26 @@ fn codec(limit: usize) -> impl Options {
     bincode::options().with_limit(limit as u64).with_fixint_encoding()
 }
 
+/// Where to dial a member instead of the address its membership entry gives (a proxy in a
+/// fault test; a different interface in a deployment), looked up at every call.
+pub type Routes = Arc<RwLock<BTreeMap<NodeId, String>>>;
+
 /// Makes one [`Peer`] per target; shares one connection pool.
 #[derive(Clone)]
 pub struct Network {
     client: reqwest::Client,
     max_rpc_bytes: usize,
+    routes: Routes,
 }
 
 impl Network {
-    pub fn new(max_rpc_bytes: usize) -> Network {
+    pub fn new(max_rpc_bytes: usize, routes: Routes) -> Network {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(1))
             .pool_idle_timeout(Duration::from_secs(30))
             .build()
             .expect("a plain HTTP client builds");
-        Network { client, max_rpc_bytes }
+        Network { client, max_rpc_bytes, routes }
     }
 }
 
@@ -62,13 +70,20 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = Peer;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Peer {
-        Peer { client: self.client.clone(), base: format!("http://{}", node.addr), target, max: self.max_rpc_bytes }
+        Peer {
+            client: self.client.clone(),
+            addr: node.addr.clone(),
+            routes: Arc::clone(&self.routes),
+            target,
+            max: self.max_rpc_bytes,
+        }
     }
 }
 
 pub struct Peer {
     client: reqwest::Client,
-    base: String,
+    addr: String,
+    routes: Routes,
     target: NodeId,
     max: usize,
 }
@@ -103,7 +118,7 @@ impl Peer {
         };
         let sent = self
             .client
-            .post(format!("{}{path}", self.base))
+            .post(format!("http://{}{path}", self.routes.read().get(&self.target).unwrap_or(&self.addr)))
             .timeout(option.hard_ttl())
             .header("content-type", "application/octet-stream")
             .body(body)

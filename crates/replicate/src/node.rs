@@ -73,6 +73,7 @@ pub struct Node<A: Applier> {
     pub log: LogStore,
     pub machine: Machine<A>,
     pub addr: SocketAddr,
+    routes: network::Routes,
     server: JoinHandle<()>,
 }
 
@@ -85,16 +86,22 @@ impl<A: Applier> Node<A> {
         let listener =
             TcpListener::bind(cfg.listen).await.map_err(|e| format!("raft listener on {}: {e}", cfg.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let raft = Raft::new(cfg.id, raft_cfg, Network::new(cfg.max_rpc_bytes), log.clone(), machine.clone())
-            .await
-            .map_err(|e| format!("raft: {e}"))?;
+        let routes = network::Routes::default();
+        let net = Network::new(cfg.max_rpc_bytes, Arc::clone(&routes));
+        let raft =
+            Raft::new(cfg.id, raft_cfg, net, log.clone(), machine.clone()).await.map_err(|e| format!("raft: {e}"))?;
         let app = network::router(raft.clone(), cfg.max_rpc_bytes);
         let server = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!(error = %e, "raft listener stopped");
             }
         });
-        Ok(Node { raft, log, machine, addr, server })
+        Ok(Node { raft, log, machine, addr, routes, server })
+    }
+
+    /// Dials member `target` at `addr` from now on, whatever its membership entry says.
+    pub fn route(&self, target: NodeId, addr: impl Into<String>) {
+        self.routes.write().insert(target, addr.into());
     }
 
     /// Makes this member the first of a new cluster of `members` (id -> Raft address). Only

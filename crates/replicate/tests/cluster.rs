@@ -2,123 +2,13 @@
 //! real HTTP: they agree entry for entry, survive the loss of their leader, and bring a member
 //! that was away back by log or by snapshot.
 
-use std::collections::BTreeMap;
-use std::io::{Read, Write};
+mod common;
+
 use std::net::SocketAddr;
-use std::path::Path;
-use std::time::Duration;
 
-use baton_replicate::machine::Applier;
 use baton_replicate::node::{Node, NodeConfig};
-use baton_replicate::{Frame, NodeId};
-use openraft::storage::RaftLogReader;
-
-/// Keeps every frame applied, in order, so replicas can be compared.
-#[derive(Default)]
-struct Recorder(Vec<(u64, Vec<u8>)>);
-
-impl Applier for Recorder {
-    fn apply(&mut self, index: u64, frame: &Frame) -> Result<(), String> {
-        self.0.push((index, frame.0.to_vec()));
-        Ok(())
-    }
-    fn snapshot(&mut self, out: &mut dyn Write) -> Result<(), String> {
-        bincode::serialize_into(out, &self.0).map_err(|e| e.to_string())
-    }
-    fn restore(&mut self, input: &mut dyn Read) -> Result<(), String> {
-        self.0 = bincode::deserialize_from(input).map_err(|e| e.to_string())?;
-        Ok(())
-    }
-}
-
-const WAIT: Duration = Duration::from_secs(20);
-
-fn cfg(id: NodeId, dir: &Path, listen: SocketAddr) -> NodeConfig {
-    let mut c = NodeConfig::new(id, dir.join(format!("n{id}")), listen);
-    c.log.wal.segment_bytes = 64 << 10;
-    c.log.wal.preallocate = false;
-    c
-}
-
-async fn start_three(
-    dir: &Path,
-    tune: impl Fn(&mut NodeConfig),
-) -> (Vec<Option<Node<Recorder>>>, BTreeMap<NodeId, String>) {
-    let mut nodes = Vec::new();
-    for id in 1..=3 {
-        let mut c = cfg(id, dir, "127.0.0.1:0".parse().unwrap());
-        tune(&mut c);
-        nodes.push(Some(Node::start(c, Recorder::default()).await.unwrap()));
-    }
-    let members: BTreeMap<NodeId, String> =
-        nodes.iter().flatten().map(|n| (n.raft.metrics().borrow().id, n.addr.to_string())).collect();
-    nodes[0].as_ref().unwrap().initialize(&members).await.unwrap();
-    (nodes, members)
-}
-
-async fn leader(nodes: &[Option<Node<Recorder>>]) -> usize {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        for (i, n) in nodes.iter().enumerate() {
-            if let Some(n) = n {
-                let m = n.raft.metrics().borrow().clone();
-                if m.current_leader == Some(m.id) && m.state.is_leader() {
-                    return i;
-                }
-            }
-        }
-        assert!(tokio::time::Instant::now() < deadline, "no leader within {WAIT:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn write(node: &Node<Recorder>, from: u64, n: u64) -> u64 {
-    let mut last = 0;
-    let mut pending = Vec::new();
-    for i in from..from + n {
-        let raft = node.raft.clone();
-        pending.push(tokio::spawn(async move { raft.client_write(Frame(format!("frame-{i}").into())).await }));
-    }
-    for p in pending {
-        let r = p.await.unwrap().expect("an entry written through the leader commits");
-        last = last.max(r.log_id.index);
-    }
-    last
-}
-
-async fn caught_up(node: &Node<Recorder>, index: u64) {
-    node.raft
-        .wait(Some(WAIT))
-        .applied_index_at_least(Some(index), "catch up")
-        .await
-        .unwrap_or_else(|e| panic!("node did not apply through {index}: {e}"));
-}
-
-fn frames(node: &Node<Recorder>) -> Vec<(u64, Vec<u8>)> {
-    node.machine.with_applier(|r| r.0.clone())
-}
-
-/// Every member holds the same entries (terms and bytes) at the same indexes, and applied
-/// the same frames in the same order.
-async fn agree(nodes: &mut [Option<Node<Recorder>>], upto: u64) {
-    let mut want = None;
-    for n in nodes.iter_mut().flatten() {
-        caught_up(n, upto).await;
-        let mut log = n.log.clone();
-        let entries = log.try_get_log_entries(0..=upto).await.unwrap();
-        let purged = n.raft.metrics().borrow().purged.map_or(0, |p| p.index + 1);
-        assert_eq!(entries.first().map(|e| e.log_id.index), Some(purged).filter(|p| *p <= upto));
-        let applied: Vec<_> = frames(n).into_iter().filter(|(i, _)| *i <= upto).collect();
-        match &want {
-            None => want = Some((entries, applied)),
-            Some((e, a)) => {
-                assert_eq!(&applied, a, "applied frames differ");
-                let common = e.iter().filter(|x| x.log_id.index >= purged);
-                assert!(common.zip(entries.iter()).all(|(x, y)| x == y), "log entries differ");
-            }
-        }
-    }
-}
+use baton_replicate::NodeId;
+use common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_members_agree_and_survive_the_loss_of_their_leader() {
