@@ -487,7 +487,7 @@ fn submit_at_takes_only_the_index_it_was_told() {
     let w = WalWriter::start(cfg(dir.path(), 1 << 20), 5).unwrap();
     let (tx, rx) = crossbeam_channel::unbounded();
     assert!(w.submit_at(item(0, b"five".to_vec(), &tx), 5).is_ok());
-    let (back, got) = w.submit_at(item(1, b"seven".to_vec(), &tx), 7).err().expect("7 is not next");
+    let (back, got) = w.submit_at(item(1, b"seven".to_vec(), &tx), 7).expect_err("7 is not next");
     assert_eq!(got, 6);
     assert_eq!(w.next_index(), 6);
     assert!(w.submit_at(back, 6).is_ok(), "the item handed back is whole and can go in its place");
