@@ -372,7 +372,9 @@ fn load(dir: &Path) -> Result<Option<State>, String> {
 /// checkpoint recorded or missing) is found by reading only, and refused with nothing
 /// changed on disk. Only then are files the checkpoint does not know deleted and the rest
 /// cut back to its marks.
-pub fn recover(storage: StorageConfig, wal: &WalConfig) -> Result<(State, u64), String> {
+/// `wal: None` is a cluster member's start (D40): the state is the checkpoint's, and the
+/// committed entries after it come back through Raft, not from a local log.
+pub fn recover(storage: StorageConfig, wal: Option<&WalConfig>) -> Result<(State, u64), String> {
     fs::create_dir_all(&storage.data_dir).map_err(|e| format!("create {}: {e}", storage.data_dir.display()))?;
     let loaded = load(&storage.data_dir)?;
     let had_checkpoint = loaded.is_some();
@@ -411,6 +413,12 @@ pub fn recover(storage: StorageConfig, wal: &WalConfig) -> Result<(State, u64), 
         p.rebuild_dedup(window, now).map_err(|e| format!("rebuild partition {} dedup window: {e}", p.id))?;
     }
     let from = state.applied_index + 1;
+    let Some(wal) = wal else {
+        for p in state.parts.values() {
+            p.durable.store(p.end, Ordering::Release);
+        }
+        return Ok((state, from));
+    };
     let info = wal_recover(wal, from, |index, payload| {
         let entries = decode_entries(payload).map_err(|e| WalError::Corrupt {
             file: "wal".into(),
@@ -436,9 +444,13 @@ pub fn recover(storage: StorageConfig, wal: &WalConfig) -> Result<(State, u64), 
 
 /// The read-only half of recovery: refuses, naming what is wrong, every directory that
 /// recovery could only make worse.
-fn preflight(state: &State, had_checkpoint: bool, parts_dir: &Path, wal: &WalConfig) -> Result<(), String> {
+fn preflight(state: &State, had_checkpoint: bool, parts_dir: &Path, wal: Option<&WalConfig>) -> Result<(), String> {
     let from = state.applied_index + 1;
-    let first = baton_log::first_index(&wal.dir).map_err(|e| e.to_string())?;
+    let first = match wal {
+        Some(wal) => baton_log::first_index(&wal.dir).map_err(|e| e.to_string())?,
+        // A member's partitions past its checkpoint are rebuilt from the Raft log.
+        None => Some(from),
+    };
     let refuse = |why: String| {
         Err(format!(
             "{why}; nothing was changed on disk. Restore the missing file(s), or start with a fresh --data-dir"

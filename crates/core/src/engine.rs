@@ -11,7 +11,7 @@ use crate::options::OptionsPatch;
 use crate::plan::Planner;
 use crate::state::StorageConfig;
 use crate::timers::{TimerOp, TimerResult};
-use baton_log::{WalConfig, WalStats, WalWriter};
+use baton_log::{Log, WalConfig, WalStats, WalWriter};
 use crossbeam_channel::{bounded, Sender, TrySendError};
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
@@ -108,6 +108,16 @@ pub struct Shared {
     pub(crate) durable: Mutex<(u64, VecDeque<(u64, Reply)>)>,
     pub durable_index: AtomicU64,
     pub counters: Counters,
+    /// Whether this node plans client requests: always on a single node; on a cluster member
+    /// only while it leads (D40). A request that finds it off is refused, never planned.
+    pub(crate) writable: std::sync::atomic::AtomicBool,
+    /// Who leads, for the refusal a follower answers with.
+    pub(crate) leader_hint: Mutex<String>,
+    /// Bumped by a rebuild (D40): a frame of an earlier epoch that fails later must not latch
+    /// the state rebuilt since.
+    pub(crate) epoch: AtomicU64,
+    /// The partition file cache of the current state (a rebuild makes a new one).
+    pub(crate) files: Mutex<Arc<crate::files::Store>>,
 }
 
 impl Shared {
@@ -166,6 +176,14 @@ impl Shared {
     /// now (its frame will never be durable in this process, or its answer rests on one that
     /// will not). The flag is set before the waiters are taken, and parking checks it under
     /// the waiters' lock, so no reply can be parked after this and wait forever.
+    /// [`Self::latch`] for a failure that belongs to state of `epoch`: ignored once a
+    /// rebuild has replaced that state.
+    pub(crate) fn latch_epoch(&self, epoch: u64, reason: String) {
+        if self.epoch.load(Ordering::Acquire) == epoch {
+            self.latch(reason);
+        }
+    }
+
     pub(crate) fn latch(&self, reason: String) {
         let reason = {
             let mut f = self.failed.lock();
@@ -223,6 +241,16 @@ pub(crate) enum Cmd {
     Timers(Vec<TimerOp>, oneshot::Sender<Result<Vec<TimerResult>, CoreError>>),
     Query(Query, oneshot::Sender<Result<QueryResult, CoreError>>),
     Fetch(Vec<FetchRequest>, oneshot::Sender<Vec<FetchResult>>),
+    /// A committed frame from Raft, to apply as replay does (D40).
+    Apply(u64, bytes::Bytes),
+    /// Answered once every command before it is handled, with the last index applied.
+    Barrier(std::sync::mpsc::Sender<u64>),
+    /// This member leads from now on: make everything applied visible, plan again.
+    Promote(String, std::sync::mpsc::Sender<u64>),
+    /// This member no longer leads: refuse client requests, naming who does.
+    Demote(String),
+    /// Throw the state away and load the checkpoint again; answers its index.
+    Rebuild(std::sync::mpsc::Sender<Result<u64, String>>),
     Shutdown(std::sync::mpsc::Sender<()>),
 }
 
@@ -233,7 +261,6 @@ pub struct Engine {
     _lock: Arc<crate::dirlock::DirLock>,
     shared: Arc<Shared>,
     wal_stats: Arc<WalStats>,
-    files: Arc<crate::files::Store>,
 }
 
 fn gone() -> CoreError {
@@ -243,44 +270,35 @@ fn gone() -> CoreError {
 impl Engine {
     /// Recover from `data_dir` (checkpoint + WAL replay) and start the threads.
     pub fn start(cfg: EngineConfig) -> Result<Engine, String> {
-        let storage = StorageConfig {
-            data_dir: cfg.data_dir.clone(),
-            segment_bytes: cfg.partition_segment_bytes,
-            provisioner: None,
-            defer_writes: false,
-            store: Arc::new(crate::files::Store::new(cfg.max_open_files, cfg.index_cache_bytes)),
-            unsynced: Default::default(),
-            fs_sync: None,
-        };
-        let wal_cfg = WalConfig {
-            dir: cfg.data_dir.join("wal"),
-            segment_bytes: cfg.wal_segment_bytes,
-            preallocate: cfg.wal_preallocate,
-            recycle: cfg.wal_recycle,
-            truncate_damaged_tail: cfg.wal_truncate_damaged_tail,
-        };
+        Self::launch(cfg, None)
+    }
+
+    /// A cluster member's engine (D40): the state is the checkpoint's, committed frames come
+    /// through [`Engine::apply_committed`], and, while it leads, the frames it plans go to
+    /// `log` (Raft), which numbers them. It starts as a follower: it refuses client requests
+    /// until [`Engine::promote`].
+    pub fn start_member(cfg: EngineConfig, log: Arc<dyn Log>) -> Result<Engine, String> {
+        Self::launch(cfg, Some(log))
+    }
+
+    fn launch(cfg: EngineConfig, member: Option<Arc<dyn Log>>) -> Result<Engine, String> {
+        let wal_cfg = wal_config(&cfg);
         cfg.limits.validate()?;
         // Before recovery reads or cuts anything.
         let lock = Arc::new(crate::dirlock::DirLock::acquire(&cfg.data_dir)?);
         checkpoint::sync_left_behind(&cfg.data_dir)?;
-        let (mut state, next_index) = checkpoint::recover(storage, &wal_cfg)?;
-        // The clock continues the last run's on this boot (D33), never behind the log (I5).
-        crate::clock::start(&cfg.data_dir, state.last_ts)?;
-        // Only after recovery, which deletes what is not a partition (a crash's spares too).
-        state.storage.provisioner = Some(
-            crate::provision::Provisioner::start_with(
-                &cfg.data_dir.join("partitions"),
-                crate::provision::pool_for(cfg.max_open_files),
-            )
-            .map_err(|e| format!("start the partition file provisioner: {e}"))?,
-        );
-        state.storage.defer_writes = true;
-        let parts_dir = cfg.data_dir.join("partitions");
-        state.storage.fs_sync =
-            Some(Arc::new(std::fs::File::open(&parts_dir).map_err(|e| format!("open {}: {e}", parts_dir.display()))?));
+        let (state, next_index) = open_state(&cfg, member.is_none().then_some(&wal_cfg))?;
+        let standalone = member.is_none();
         let appender =
             crate::appender::Appender::start().map_err(|e| format!("start the partition appender thread: {e}"))?;
-        let wal = WalWriter::start(wal_cfg, next_index).map_err(|e| e.to_string())?;
+        let (log, wal_stats): (Arc<dyn Log>, Arc<WalStats>) = match member {
+            Some(log) => (log, Arc::new(WalStats::new())),
+            None => {
+                let wal = WalWriter::start(wal_cfg, next_index).map_err(|e| e.to_string())?;
+                let stats = wal.stats();
+                (Arc::new(wal), stats)
+            }
+        };
         let shared = Arc::new(Shared {
             notifies: Mutex::new(HashMap::new()),
             pops: Mutex::new(HashMap::new()),
@@ -288,9 +306,11 @@ impl Engine {
             durable: Mutex::new((next_index - 1, VecDeque::new())),
             durable_index: AtomicU64::new(next_index - 1),
             counters: Counters::default(),
+            writable: std::sync::atomic::AtomicBool::new(standalone),
+            leader_hint: Mutex::new(String::new()),
+            epoch: AtomicU64::new(0),
+            files: Mutex::new(state.storage.store.clone()),
         });
-        let wal_stats = wal.stats();
-        let files = state.storage.store.clone();
         let (tx, rx) = bounded(cfg.max_queued_requests.max(1));
         let sh = shared.clone();
         std::thread::Builder::new()
@@ -301,7 +321,7 @@ impl Engine {
                     let limits = cfg.limits.clone();
                     crate::runner::PlannerLoop::new(
                         Planner::with_limits(state, limits),
-                        Arc::new(wal),
+                        log,
                         appender,
                         sh,
                         cfg,
@@ -320,7 +340,48 @@ impl Engine {
                 }
             })
             .map_err(|e| e.to_string())?;
-        Ok(Engine { tx, _lock: lock, shared, wal_stats, files })
+        Ok(Engine { tx, _lock: lock, shared, wal_stats })
+    }
+
+    /// Hands a committed frame to the planner, in log order; frames at or below what the
+    /// state already holds (planned here, or in the checkpoint) are skipped there. Blocks
+    /// while the planner's queue is full: Raft's apply waits, and so does replication.
+    pub fn apply_committed(&self, index: u64, frame: bytes::Bytes) -> Result<(), CoreError> {
+        self.tx.send(Cmd::Apply(index, frame)).map_err(|_| gone())
+    }
+
+    /// Blocks until every command sent before it is handled; the last index applied.
+    pub fn barrier(&self) -> Result<u64, CoreError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.tx.send(Cmd::Barrier(tx)).map_err(|_| gone())?;
+        rx.recv().map_err(|_| gone())
+    }
+
+    /// This member leads from now on (D40); answers the last index applied, after which
+    /// the frames it plans are numbered.
+    pub fn promote(&self, me: String) -> Result<u64, CoreError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.tx.send(Cmd::Promote(me, tx)).map_err(|_| gone())?;
+        rx.recv().map_err(|_| gone())
+    }
+
+    /// This member no longer leads; `leader` names who does, for the refusals.
+    pub fn demote(&self, leader: String) {
+        self.shared.writable.store(false, Ordering::Release);
+        let _ = self.tx.send(Cmd::Demote(leader));
+    }
+
+    pub fn is_writable(&self) -> bool {
+        self.shared.writable.load(Ordering::Acquire)
+    }
+
+    /// Throws away the state (and whatever it planned that Raft did not commit), loads the
+    /// checkpoint again and answers its index: the caller then replays the committed frames
+    /// after it through [`Engine::apply_committed`] (D40). Blocks for the reload.
+    pub fn rebuild(&self) -> Result<u64, String> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.tx.send(Cmd::Rebuild(tx)).map_err(|_| "the engine is shutting down".to_string())?;
+        rx.recv().map_err(|_| "the engine is shutting down".to_string())?
     }
 
     async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Cmd) -> Result<T, CoreError> {
@@ -464,7 +525,7 @@ impl Engine {
 
     /// The open partition files and the index cache (D29), for /metrics.
     pub fn files(&self) -> Arc<crate::files::Store> {
-        self.files.clone()
+        self.shared.files.lock().clone()
     }
 
     /// Finish the group commit in flight, checkpoint, stop. Blocks the calling thread.
@@ -474,4 +535,45 @@ impl Engine {
             let _ = rx.recv_timeout(Duration::from_secs(60));
         }
     }
+}
+
+pub(crate) fn wal_config(cfg: &EngineConfig) -> WalConfig {
+    WalConfig {
+        dir: cfg.data_dir.join("wal"),
+        segment_bytes: cfg.wal_segment_bytes,
+        preallocate: cfg.wal_preallocate,
+        recycle: cfg.wal_recycle,
+        truncate_damaged_tail: cfg.wal_truncate_damaged_tail,
+    }
+}
+
+/// The state recovery gives (checkpoint, then `wal`'s replay when there is one), made ready
+/// to plan on: the clock continued, the provisioner and deferred writes on. At start and at
+/// a member's rebuild (D40), which reuses nothing of the state before.
+pub(crate) fn open_state(cfg: &EngineConfig, wal: Option<&WalConfig>) -> Result<(crate::state::State, u64), String> {
+    let storage = StorageConfig {
+        data_dir: cfg.data_dir.clone(),
+        segment_bytes: cfg.partition_segment_bytes,
+        provisioner: None,
+        defer_writes: false,
+        store: Arc::new(crate::files::Store::new(cfg.max_open_files, cfg.index_cache_bytes)),
+        unsynced: Default::default(),
+        fs_sync: None,
+    };
+    let (mut state, next_index) = checkpoint::recover(storage, wal)?;
+    // The clock continues the last run's on this boot (D33), never behind the log (I5).
+    crate::clock::start(&cfg.data_dir, state.last_ts)?;
+    // Only after recovery, which deletes what is not a partition (a crash's spares too).
+    state.storage.provisioner = Some(
+        crate::provision::Provisioner::start_with(
+            &cfg.data_dir.join("partitions"),
+            crate::provision::pool_for(cfg.max_open_files),
+        )
+        .map_err(|e| format!("start the partition file provisioner: {e}"))?,
+    );
+    state.storage.defer_writes = true;
+    let parts_dir = cfg.data_dir.join("partitions");
+    state.storage.fs_sync =
+        Some(Arc::new(std::fs::File::open(&parts_dir).map_err(|e| format!("open {}: {e}", parts_dir.display()))?));
+    Ok((state, next_index))
 }

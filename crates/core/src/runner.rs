@@ -17,6 +17,8 @@
 //! effect (a partial plan) is never logged; the node latches instead, since
 //! its in-memory state already holds the half that was applied (D1).
 
+mod member;
+
 use crate::appender::{Appender, Join, Joined};
 use crate::checkpoint::{self, CheckpointError};
 use crate::command::*;
@@ -46,6 +48,8 @@ struct Frame {
     /// Set when the frame's batches go to partition files on the appender (D18):
     /// the frame completes when both the WAL and the appender are done.
     join: Option<Arc<Join>>,
+    /// The state it was planned on (D40): its failure latches only that state.
+    epoch: u64,
 }
 
 impl WalItem for Frame {
@@ -78,7 +82,7 @@ impl Joined for Frame {
                 }
             }
             Err(e) => {
-                self.shared.latch(e.clone());
+                self.shared.latch_epoch(self.epoch, e.clone());
                 for r in self.replies {
                     r(Err(CoreError::unavailable(format!("not durable: {e}"))));
                 }
@@ -150,12 +154,10 @@ impl PlannerLoop {
     }
 
     pub(crate) fn run(mut self, rx: Receiver<Cmd>) {
-        self.p.begin(wall_micros());
-        let keyed = self.p.step(|p| p.ensure_hash_key());
-        if let Err(e) = keyed {
-            self.shared.latch(format!("choosing the transaction-id key: {e}"));
+        // A cluster member plans nothing until it leads (D40): it chooses the key then.
+        if self.shared.writable.load(Ordering::Acquire) {
+            self.ensure_hash_key();
         }
-        self.settle(Box::new(|_| {}));
         let tick = Duration::from_millis(100);
         let mut next_tick = Instant::now() + tick;
         loop {
@@ -200,6 +202,15 @@ impl PlannerLoop {
         self.log.shutdown();
     }
 
+    fn ensure_hash_key(&mut self) {
+        self.p.begin(wall_micros());
+        let keyed = self.p.step(|p| p.ensure_hash_key());
+        if let Err(e) = keyed {
+            self.shared.latch(format!("choosing the transaction-id key: {e}"));
+        }
+        self.settle(Box::new(|_| {}));
+    }
+
     /// Hand the planned entries to the WAL as one frame; park answers that need no entry.
     fn flush(&mut self) {
         let parked = std::mem::take(&mut self.parked);
@@ -232,6 +243,7 @@ impl PlannerLoop {
                 woken,
                 shared: self.shared.clone(),
                 join,
+                epoch: self.shared.epoch.load(Ordering::Acquire),
             };
             self.shared.counters.entries.fetch_add(frame.entries.len() as u64, Ordering::Relaxed);
             self.submitted = self.log.append(Box::new(frame));
@@ -293,6 +305,10 @@ impl PlannerLoop {
     }
 
     fn handle(&mut self, cmd: Cmd) {
+        let Some(cmd) = self.member_cmd(cmd) else { return };
+        if !self.shared.writable.load(Ordering::Acquire) {
+            return fail_cmd(cmd, self.not_leader());
+        }
         let writes = !matches!(cmd, Cmd::Query(..) | Cmd::Fetch(..));
         if writes {
             if let Some(e) = self.failed() {
@@ -397,6 +413,9 @@ impl PlannerLoop {
                 let _ = reply.send(query::fetch(&self.p.state, reqs));
             }
             Cmd::Shutdown(_) => unreachable!("handled by the loop"),
+            Cmd::Apply(..) | Cmd::Barrier(_) | Cmd::Promote(..) | Cmd::Demote(_) | Cmd::Rebuild(_) => {
+                unreachable!("handled by member_cmd")
+            }
         }
     }
 
@@ -516,6 +535,7 @@ impl PlannerLoop {
         let dir = self.cfg.data_dir.clone();
         let wal = self.log.clone();
         let busy = self.checkpoint_busy.clone();
+        let epoch = self.shared.epoch.load(Ordering::Acquire);
         let job = move || -> Result<(), CheckpointError> {
             if !sync_now {
                 baton_log::priority::lower_this_thread();
@@ -523,6 +543,12 @@ impl PlannerLoop {
             let _done = ClearOnDrop(busy);
             let deadline = Instant::now() + Duration::from_secs(60);
             while shared.durable_index.load(Ordering::Acquire) < snap.index {
+                if shared.epoch.load(Ordering::Acquire) != epoch {
+                    // Its state was thrown away by a rebuild (D40): it describes nothing now.
+                    return Err(CheckpointError::Retry(
+                        "the state was rebuilt before this checkpoint was durable".into(),
+                    ));
+                }
                 if shared.failed.lock().is_some() || Instant::now() > deadline {
                     return Err(CheckpointError::Fatal("the checkpoint's frame never became durable".into()));
                 }
@@ -548,7 +574,9 @@ impl PlannerLoop {
                 .name("baton-checkpoint".into())
                 .spawn(move || {
                     if let Err(e) = job() {
-                        checkpoint_failed(&shared, e);
+                        if shared.epoch.load(Ordering::Acquire) == epoch {
+                            checkpoint_failed(&shared, e);
+                        }
                     }
                 })
                 .map(|_| ())
@@ -657,6 +685,8 @@ fn fail_cmd(cmd: Cmd, e: CoreError) {
         Cmd::Commit(_, _, _, r) => drop(r.send(Err(e))),
         Cmd::Kv(_, r) => drop(r.send(Err(e))),
         Cmd::Timers(_, r) => drop(r.send(Err(e))),
-        Cmd::Query(..) | Cmd::Fetch(..) | Cmd::Shutdown(_) => {}
+        Cmd::Query(_, r) => drop(r.send(Err(e))),
+        Cmd::Fetch(..) | Cmd::Shutdown(_) => {}
+        Cmd::Apply(..) | Cmd::Barrier(_) | Cmd::Promote(..) | Cmd::Demote(_) | Cmd::Rebuild(_) => {}
     }
 }

@@ -14,6 +14,17 @@ use baton_core::{parse_partition_uuid, partition_uuid, ConfigureMode, OptionsPat
 use serde::Deserialize;
 use serde_json::json;
 
+pub async fn cluster(State(app): State<App>) -> Response {
+    match &app.cfg.cluster {
+        Some(view) => Json((view.0)()).into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"code": "not_a_cluster", "error": "this node runs alone (no --node-id): there is no cluster to describe"})),
+        )
+            .into_response(),
+    }
+}
+
 pub async fn health(State(app): State<App>) -> Response {
     match app.engine.failure() {
         None if let Some((n, first)) = baton_core::damage::seen() => (

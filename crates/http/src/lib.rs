@@ -61,6 +61,9 @@ pub struct HttpConfig {
     /// More Prometheus text for /metrics from outside this crate (the Kafka
     /// listener's counters), so neither crate depends on the other.
     pub extra_metrics: Option<ExtraMetrics>,
+    /// What `GET /cluster` answers on a cluster member (D40): the server hands in a view of
+    /// its Raft state; a single node has none and answers 404.
+    pub cluster: Option<ClusterView>,
 }
 
 impl Default for HttpConfig {
@@ -77,6 +80,7 @@ impl Default for HttpConfig {
             conn: ConnConfig::default(),
             conn_stats: Arc::default(),
             extra_metrics: None,
+            cluster: None,
         }
     }
 }
@@ -88,6 +92,16 @@ pub struct ExtraMetrics(pub Arc<dyn Fn(&mut String) + Send + Sync>);
 impl std::fmt::Debug for ExtraMetrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ExtraMetrics")
+    }
+}
+
+/// The member's Raft state as JSON, read at each `GET /cluster`.
+#[derive(Clone)]
+pub struct ClusterView(pub Arc<dyn Fn() -> serde_json::Value + Send + Sync>);
+
+impl std::fmt::Debug for ClusterView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClusterView")
     }
 }
 
@@ -169,6 +183,7 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
     let state = Arc::new(AppState { engine, cfg, shutdown, times: timing::RequestTimes::default() });
     Router::new()
         .route("/health", get(admin::health))
+        .route("/cluster", get(admin::cluster))
         .route("/metrics", get(metrics::prometheus))
         .route("/metrics/prometheus", get(metrics::prometheus))
         .route("/api/v1/configure", post(admin::configure))

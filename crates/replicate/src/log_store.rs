@@ -189,6 +189,13 @@ impl LogStore {
         })
     }
 
+    /// The entries `start..end` this log holds, read on the caller's thread (a member's
+    /// rebuild replays them while Raft's apply waits, D40).
+    pub fn read(&self, start: u64, end: u64) -> Result<Vec<Entry>, StorageError> {
+        let mut wal = WalReader::new(&self.inner.cfg.wal.dir);
+        self.inner.get(start, end, usize::MAX, &mut wal)
+    }
+
     pub fn stats(&self) -> &LogStats {
         &self.inner.stats
     }

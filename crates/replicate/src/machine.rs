@@ -114,6 +114,14 @@ impl<A: Applier> Machine<A> {
     pub fn with_applier<R>(&self, f: impl FnOnce(&mut A) -> R) -> R {
         f(&mut self.inner.lock().applier)
     }
+
+    /// Runs `f` on the applier with the last log id applied to it, holding Raft's apply off
+    /// meanwhile: what `f` replays cannot interleave with what Raft applies next.
+    pub fn with_applied<R>(&self, f: impl FnOnce(&mut A, Option<LogId>) -> R) -> R {
+        let mut i = self.inner.lock();
+        let applied = i.applied;
+        f(&mut i.applier, applied)
+    }
 }
 
 fn write_meta(out: &mut impl Write, meta: &Meta) -> io::Result<()> {

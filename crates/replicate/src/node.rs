@@ -29,8 +29,9 @@ pub struct NodeConfig {
     pub heartbeat: Duration,
     /// A follower that hears no leader for a random time in this range stands for election.
     pub election: (Duration, Duration),
-    /// Build a snapshot once this many entries were applied since the last one.
-    pub snapshot_every: u64,
+    /// Build a snapshot once this many entries were applied since the last one; `None`:
+    /// never (the state machine cannot make one yet).
+    pub snapshot_every: Option<u64>,
     /// Entries kept in the log behind a snapshot, for followers a little behind.
     pub keep_behind_snapshot: u64,
     pub max_rpc_bytes: usize,
@@ -47,7 +48,7 @@ impl NodeConfig {
             listen,
             heartbeat: Duration::from_millis(100),
             election: (Duration::from_millis(400), Duration::from_millis(800)),
-            snapshot_every: 100_000,
+            snapshot_every: Some(100_000),
             keep_behind_snapshot: 10_000,
             max_rpc_bytes: network::DEFAULT_MAX_RPC_BYTES,
         }
@@ -60,7 +61,7 @@ impl NodeConfig {
             heartbeat_interval: ms(self.heartbeat),
             election_timeout_min: ms(self.election.0),
             election_timeout_max: ms(self.election.1),
-            snapshot_policy: SnapshotPolicy::LogsSinceLast(self.snapshot_every),
+            snapshot_policy: self.snapshot_every.map_or(SnapshotPolicy::Never, SnapshotPolicy::LogsSinceLast),
             max_in_snapshot_log_to_keep: self.keep_behind_snapshot,
             ..Default::default()
         };

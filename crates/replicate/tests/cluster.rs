@@ -47,7 +47,7 @@ async fn three_members_agree_and_survive_the_loss_of_their_leader() {
 async fn a_member_with_a_wiped_disk_comes_back_through_a_snapshot() {
     let dir = tempfile::tempdir().unwrap();
     let tune = |c: &mut NodeConfig| {
-        c.snapshot_every = 50;
+        c.snapshot_every = Some(50);
         c.keep_behind_snapshot = 0;
     };
     let (mut nodes, members) = start_three(dir.path(), tune).await;

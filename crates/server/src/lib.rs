@@ -174,6 +174,26 @@ pub struct ServeArgs {
     /// Requests that may wait for the planner; one more is answered `overloaded` (429).
     #[arg(long, env = "BATON_MAX_QUEUED_REQUESTS", default_value_t = 65_536)]
     pub max_queued_requests: usize,
+    /// This node's id in a cluster (D40). Unset: a single node, as always. Set: a member of
+    /// the cluster `--peers` names, replicating through Raft; "ok" then means committed on
+    /// a majority of the members' disks.
+    #[arg(long, env = "BATON_NODE_ID", requires = "peers")]
+    pub node_id: Option<u64>,
+    /// Every member of the cluster, this one included: `ID=HOST:PORT` (the Raft address,
+    /// where members talk to each other; keep it on a private network), comma-separated,
+    /// e.g. `1=127.0.0.1:7101,2=127.0.0.1:7102,3=127.0.0.1:7103`. The lowest id forms the
+    /// cluster the first time.
+    #[arg(long, env = "BATON_PEERS", requires = "node_id")]
+    pub peers: Option<String>,
+    /// How often a Raft leader tells its followers it is there, in ms.
+    #[arg(long, env = "BATON_RAFT_HEARTBEAT_MS", default_value_t = 100)]
+    pub raft_heartbeat_ms: u64,
+    /// A follower that hears no leader for a random time between this and
+    /// --raft-election-max-ms stands for election, in ms.
+    #[arg(long, env = "BATON_RAFT_ELECTION_MIN_MS", default_value_t = 400)]
+    pub raft_election_min_ms: u64,
+    #[arg(long, env = "BATON_RAFT_ELECTION_MAX_MS", default_value_t = 800)]
+    pub raft_election_max_ms: u64,
     /// Log filter (tracing env-filter syntax).
     #[arg(long, env = "BATON_LOG", default_value = "info")]
     pub log: String,
@@ -256,7 +276,15 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         }
         None => None,
     };
-    let engine = baton_core::Engine::start(cfg).map_err(|e| format!("start-up failed: {e}"))?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let member = match (a.node_id, &a.peers) {
+        (Some(id), Some(peers)) => Some(rt.block_on(start_member(&a, id, peers, cfg.clone()))?),
+        _ => None,
+    };
+    let engine = match &member {
+        Some(m) => m.engine.clone(),
+        None => baton_core::Engine::start(cfg).map_err(|e| format!("start-up failed: {e}"))?,
+    };
     let mut http = baton_http::HttpConfig {
         max_body_bytes: a.max_body_bytes,
         max_payload_bytes: a.max_payload_bytes,
@@ -273,7 +301,12 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         default_batch: a.default_batch.max(1),
         ..Default::default()
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    if let Some(m) = &member {
+        let (node, engine) = (m.node.clone(), m.engine.clone());
+        http.cluster = Some(baton_http::ClusterView(std::sync::Arc::new(move || {
+            baton_cluster::member::Member::view(&node, &engine)
+        })));
+    }
     let eng = engine.clone();
     let kafka_engine = engine.clone();
     rt.block_on(async move {
@@ -297,9 +330,48 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     })?;
     // Answers already planned finish with the group commit in flight; then checkpoint.
     tracing::info!("shutting down: finishing the group commit in flight and checkpointing");
-    engine.shutdown();
+    match member {
+        Some(m) => rt.block_on(m.shutdown()),
+        None => engine.shutdown(),
+    }
     rt.shutdown_timeout(Duration::from_secs(5));
     Ok(())
+}
+
+/// `ID=HOST:PORT,...` into ids and Raft addresses; every id once, this node's among them.
+pub fn parse_peers(peers: &str, me: u64) -> Result<std::collections::BTreeMap<u64, String>, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for part in peers.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (id, addr) = part.split_once('=').ok_or_else(|| format!("--peers {part}: expected ID=HOST:PORT"))?;
+        let id: u64 = id.trim().parse().map_err(|_| format!("--peers {part}: {id} is not a node id"))?;
+        addr.trim().parse::<SocketAddr>().map_err(|e| format!("--peers {part}: {addr}: {e}"))?;
+        if out.insert(id, addr.trim().to_string()).is_some() {
+            return Err(format!("--peers names node {id} twice"));
+        }
+    }
+    if !out.contains_key(&me) {
+        return Err(format!("--peers does not name this node (--node-id {me})"));
+    }
+    Ok(out)
+}
+
+async fn start_member(
+    a: &ServeArgs,
+    id: u64,
+    peers: &str,
+    cfg: baton_core::EngineConfig,
+) -> Result<baton_cluster::member::Member, String> {
+    let peers = parse_peers(peers, id)?;
+    let listen: SocketAddr = peers[&id].parse().map_err(|e| format!("--peers: {e}"))?;
+    let mut node = baton_replicate::node::NodeConfig::new(id, a.data_dir.join("raft"), listen);
+    node.heartbeat = Duration::from_millis(a.raft_heartbeat_ms.max(1));
+    node.election = (Duration::from_millis(a.raft_election_min_ms), Duration::from_millis(a.raft_election_max_ms));
+    // Members catch up from the whole log until their state can be sent as a snapshot (D40).
+    node.snapshot_every = None;
+    node.log.wal.segment_bytes = cfg.wal_segment_bytes;
+    node.log.wal.preallocate = cfg.wal_preallocate;
+    tracing::info!(node = id, raft = %listen, members = peers.len(), "starting as a cluster member");
+    baton_cluster::member::Member::start(cfg, node, peers).await.map_err(|e| format!("start-up failed: {e}"))
 }
 
 type KafkaHandle = (tokio::task::JoinHandle<()>, std::sync::Arc<baton_kafka::KafkaStats>);

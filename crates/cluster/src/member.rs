@@ -1,0 +1,211 @@
+//! One member of a Baton cluster, started as one: its engine, its Raft node, and the task
+//! that follows leadership (D40).
+//!
+//! Owns the transitions. Leading: once everything in the log is applied (the new term's
+//! blank entry included), the proposals are armed after the log's last entry and the engine
+//! is promoted. Not leading any more, or a proposal lost: the engine is demoted, and if it
+//! planned anything in the term, rebuilt from its checkpoint with the committed frames
+//! after it replayed while Raft's apply waits. Must never arm proposals while something in
+//! the log is unapplied (its index would be predicted wrong), nor leave a demoted engine with
+//! a planned state.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_core::{Engine, EngineConfig};
+use baton_replicate::node::{Node, NodeConfig};
+use baton_replicate::NodeId;
+use openraft::EntryPayload;
+use tokio::task::JoinHandle;
+
+use crate::applier::EngineApplier;
+use crate::raft_log::RaftLog;
+
+pub struct Member {
+    pub id: NodeId,
+    pub engine: Engine,
+    pub node: Arc<Node<EngineApplier>>,
+    pub log: Arc<RaftLog>,
+    watch: JoinHandle<()>,
+}
+
+/// Replays are read and handed over this many entries at a time.
+const REPLAY_CHUNK: u64 = 256;
+
+impl Member {
+    /// Starts the engine (a follower until it leads), then the Raft node whose apply feeds
+    /// it. The member with the lowest id initializes a cluster of `peers` (id -> Raft
+    /// address) the first time; the others wait to hear from a leader.
+    pub async fn start(
+        engine_cfg: EngineConfig,
+        node_cfg: NodeConfig,
+        peers: BTreeMap<NodeId, String>,
+    ) -> Result<Member, String> {
+        let id = node_cfg.id;
+        let log = Arc::new(RaftLog::new());
+        let engine = tokio::task::block_in_place(|| Engine::start_member(engine_cfg, log.clone()))?;
+        let node = Arc::new(Node::start(node_cfg, EngineApplier { engine: engine.clone() }).await?);
+        log.connect(node.raft.clone());
+        if peers.keys().next() == Some(&id) && !node.raft.is_initialized().await.map_err(|e| e.to_string())? {
+            node.initialize(&peers).await?;
+            tracing::info!(members = peers.len(), "initialized a new cluster");
+        }
+        let watch = tokio::spawn(follow(id, engine.clone(), Arc::clone(&node), Arc::clone(&log)));
+        Ok(Member { id, engine, node, log, watch })
+    }
+
+    /// Stops following leadership, then Raft, then the engine.
+    pub async fn shutdown(self) {
+        self.watch.abort();
+        self.log.disarm();
+        match Arc::try_unwrap(self.node) {
+            Ok(node) => node.shutdown().await,
+            Err(node) => {
+                let _ = node.raft.shutdown().await;
+            }
+        }
+        let engine = self.engine.clone();
+        let _ = tokio::task::spawn_blocking(move || engine.shutdown()).await;
+    }
+}
+
+/// Follows the Raft metrics and moves the engine between leading and following.
+async fn follow(id: NodeId, engine: Engine, node: Arc<Node<EngineApplier>>, log: Arc<RaftLog>) {
+    let mut metrics = node.raft.metrics();
+    let mut leading = false;
+    let mut hint = None;
+    loop {
+        let m = metrics.borrow_and_update().clone();
+        let leads = m.state.is_leader() && m.current_leader == Some(id);
+        if leading && (!leads || log.take_lost()) {
+            leading = false;
+            log.disarm();
+            engine.demote(m.current_leader.map(|l| describe(&m, l)).unwrap_or_default());
+            hint = m.current_leader;
+            tracing::warn!(term = m.current_term, "no longer leading: rebuilding the engine from the committed log");
+            if let Err(e) = rebuild(&engine, &node).await {
+                tracing::error!(error = %e, "rebuild failed; the engine stays latched");
+            }
+        } else if !leading {
+            // A request that raced a step down failed on an unarmed log and latched the
+            // engine: the same rebuild clears it.
+            if log.take_lost() {
+                if let Err(e) = rebuild(&engine, &node).await {
+                    tracing::error!(error = %e, "rebuild failed; the engine stays latched");
+                }
+            }
+            let caught_up = m.last_applied.map(|l| l.index) == m.last_log_index;
+            if leads && caught_up && engine.failure().is_none() {
+                let next = m.last_log_index.map_or(0, |i| i + 1);
+                let me = describe(&m, id);
+                let (engine2, log2) = (engine.clone(), Arc::clone(&log));
+                let promoted = tokio::task::spawn_blocking(move || {
+                    engine2.barrier()?;
+                    log2.arm(next);
+                    engine2.promote(me)
+                })
+                .await;
+                match promoted {
+                    Ok(Ok(applied)) => {
+                        leading = true;
+                        tracing::info!(term = m.current_term, next, applied, "leading: the engine plans from here");
+                    }
+                    other => {
+                        log.disarm();
+                        tracing::error!(?other, "promotion failed");
+                    }
+                }
+            } else if !leads && hint != m.current_leader {
+                hint = m.current_leader;
+                engine.demote(m.current_leader.map(|l| describe(&m, l)).unwrap_or_default());
+            }
+        }
+        // Woken by a change of the metrics, and at least every 50 ms to see a lost proposal.
+        let _ = tokio::time::timeout(Duration::from_millis(50), metrics.changed()).await;
+    }
+}
+
+fn describe(m: &openraft::RaftMetrics<NodeId, openraft::BasicNode>, id: NodeId) -> String {
+    let addr = m.membership_config.membership().get_node(&id).map(|n| n.addr.clone()).unwrap_or_default();
+    format!("node {id} (raft {addr})")
+}
+
+/// The engine's state goes back to its checkpoint, and every committed frame after it that
+/// Raft has applied is replayed, while Raft's apply waits (D40).
+async fn rebuild(engine: &Engine, node: &Arc<Node<EngineApplier>>) -> Result<(), String> {
+    let engine = engine.clone();
+    let node = Arc::clone(node);
+    tokio::task::spawn_blocking(move || {
+        node.machine.with_applied(|_, applied| {
+            let from = engine.rebuild()? + 1;
+            let upto = applied.map_or(0, |a| a.index + 1);
+            let mut at = from;
+            while at < upto {
+                let end = (at + REPLAY_CHUNK).min(upto);
+                let entries = node.log.read(at, end).map_err(|e| e.to_string())?;
+                if entries.first().map(|e| e.log_id.index) != Some(at) {
+                    return Err(format!("entries {at}..{end} are not in the log to replay"));
+                }
+                for e in &entries {
+                    if let EntryPayload::Normal(frame) = &e.payload {
+                        engine.apply_committed(e.log_id.index, frame.0.clone()).map_err(|e| e.message)?;
+                    }
+                }
+                at = entries.last().map_or(end, |e| e.log_id.index + 1);
+            }
+            engine.barrier().map_err(|e| e.message)?;
+            tracing::info!(from, upto, "engine rebuilt from its checkpoint and the committed log");
+            Ok(())
+        })
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+impl Member {
+    /// Whether the engine plans (this member leads and has been promoted).
+    pub fn is_leading(&self) -> bool {
+        self.engine.is_writable()
+    }
+}
+
+impl Member {
+    /// What `GET /cluster` shows: the members, who leads in which term, how far the log and
+    /// its application have come here, and, on the leader, how far each follower has.
+    pub fn view(node: &Node<EngineApplier>, engine: &Engine) -> serde_json::Value {
+        let m = node.raft.metrics().borrow().clone();
+        let last = m.last_log_index.unwrap_or(0);
+        let membership = m.membership_config.membership();
+        let voters: std::collections::BTreeSet<NodeId> = membership.voter_ids().collect();
+        let members: Vec<serde_json::Value> = membership
+            .nodes()
+            .map(|(id, n)| serde_json::json!({"id": id, "raftAddr": n.addr, "voter": voters.contains(id)}))
+            .collect();
+        let followers: Vec<serde_json::Value> = m
+            .replication
+            .as_ref()
+            .map(|r| {
+                r.iter()
+                    .filter(|(id, _)| **id != m.id)
+                    .map(|(id, matched)| {
+                        let at = matched.map(|l| l.index);
+                        serde_json::json!({"id": id, "matched": at, "lag": last.saturating_sub(at.unwrap_or(0))})
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        serde_json::json!({
+            "nodeId": m.id,
+            "state": format!("{:?}", m.state),
+            "leading": engine.is_writable(),
+            "term": m.current_term,
+            "leader": m.current_leader,
+            "lastLogIndex": m.last_log_index,
+            "lastApplied": m.last_applied.map(|l| l.index),
+            "millisSinceQuorumAck": m.millis_since_quorum_ack,
+            "members": members,
+            "followers": followers,
+        })
+    }
+}

@@ -1,0 +1,146 @@
+//! The planner's log on a cluster member: `baton_log::Log` over Raft (D40).
+//!
+//! The log owns its index (D22). openraft numbers entries itself, so while this member leads
+//! the index of each proposal is predicted (the next after the last one, starting after the
+//! log's last entry when leadership was taken) and checked when openraft answers: a frame
+//! committed under another index, or not committed, fails, and marks the term lost, which
+//! makes the member rebuild its state. Frames are proposed in `append` order by one task and
+//! completed in that order by another, so completions (and the answers they release) keep
+//! the order of the log.
+//! Must never: complete a frame Ok before openraft says it is committed (I3 on a cluster:
+//! on a majority's disks), or under an index other than the one `append` returned; accept a
+//! frame while not armed (it fails at once instead).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use baton_log::{Log, WalError, WalItem};
+use baton_replicate::{Frame, Raft};
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+
+struct Proposal {
+    index: u64,
+    bytes: Vec<u8>,
+    item: Box<dyn WalItem>,
+}
+
+pub struct RaftLog {
+    /// The index the next frame gets while this member leads; `None` while it does not.
+    next: Mutex<Option<u64>>,
+    /// The last index handed out, so a frame refused while not armed still gets a number
+    /// that does not go backwards.
+    last: AtomicU64,
+    tx: OnceLock<mpsc::UnboundedSender<Proposal>>,
+    /// Set when a frame of this term was refused or committed elsewhere: the state that
+    /// planned it must be rebuilt.
+    lost: Arc<AtomicBool>,
+    /// Frames proposed since the last arm, for the member to know whether a step down left
+    /// anything uncertain behind.
+    pub proposed: AtomicU64,
+}
+
+impl Default for RaftLog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RaftLog {
+    pub fn new() -> RaftLog {
+        RaftLog {
+            next: Mutex::new(None),
+            last: AtomicU64::new(0),
+            tx: OnceLock::new(),
+            lost: Arc::new(AtomicBool::new(false)),
+            proposed: AtomicU64::new(0),
+        }
+    }
+
+    /// Starts the proposing and completing tasks on this runtime, for `raft`. Once.
+    pub fn connect(&self, raft: Raft) {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Proposal>();
+        let (done_tx, mut done_rx) = mpsc::unbounded_channel();
+        let lost = Arc::clone(&self.lost);
+        tokio::spawn(async move {
+            while let Some(p) = rx.recv().await {
+                let answer = raft.client_write_ff(Frame(p.bytes.into())).await.ok();
+                if done_tx.send((p.index, p.item, answer)).is_err() {
+                    return;
+                }
+            }
+        });
+        tokio::spawn(async move {
+            while let Some((index, item, answer)) = done_rx.recv().await {
+                let result = match answer {
+                    None => Err("raft is stopping: the outcome is unknown".to_string()),
+                    Some(rx) => match rx.await {
+                        Ok(Ok(r)) if r.log_id.index == index => Ok(index),
+                        Ok(Ok(r)) => {
+                            Err(format!("proposed as entry {index} but committed as entry {}", r.log_id.index))
+                        }
+                        Ok(Err(e)) => Err(format!("not committed: {e}")),
+                        Err(_) => Err("raft dropped the proposal: the outcome is unknown".to_string()),
+                    },
+                };
+                if result.is_err() {
+                    lost.store(true, Ordering::Release);
+                }
+                item.complete(result.map_err(WalError::Failed));
+            }
+        });
+        if self.tx.set(tx).is_err() {
+            tracing::error!("RaftLog::connect called twice");
+        }
+    }
+
+    /// This member leads: frames are numbered from `next` on.
+    pub fn arm(&self, next: u64) {
+        self.lost.store(false, Ordering::Release);
+        self.proposed.store(0, Ordering::Release);
+        *self.next.lock() = Some(next);
+    }
+
+    pub fn disarm(&self) {
+        *self.next.lock() = None;
+    }
+
+    /// Whether a frame of the current or a past term failed since the last check.
+    pub fn take_lost(&self) -> bool {
+        self.lost.swap(false, Ordering::AcqRel)
+    }
+}
+
+impl Log for RaftLog {
+    fn append(&self, item: Box<dyn WalItem>) -> u64 {
+        let mut next = self.next.lock();
+        let (Some(index), Some(tx)) = (*next, self.tx.get()) else {
+            drop(next);
+            self.lost.store(true, Ordering::Release);
+            item.complete(Err(WalError::Failed("this member does not lead: the frame was not proposed".into())));
+            return self.last.load(Ordering::Acquire) + 1;
+        };
+        // Encoded here, on the planner thread: openraft takes the bytes, and the order of
+        // proposals must be the order of the indexes handed out (both under this lock).
+        let mut bytes = Vec::new();
+        item.encode(&mut bytes);
+        *next = Some(index + 1);
+        self.last.store(index, Ordering::Release);
+        self.proposed.fetch_add(1, Ordering::AcqRel);
+        if let Err(e) = tx.send(Proposal { index, bytes, item }) {
+            e.0.item.complete(Err(WalError::Closed));
+        }
+        index
+    }
+
+    /// Raft's log is compacted by snapshots, which members do not build yet (D40).
+    fn truncate_before(&self, _index: u64) {}
+
+    fn failure(&self) -> Option<String> {
+        None
+    }
+
+    fn shutdown(&self) {
+        self.disarm();
+    }
+}
