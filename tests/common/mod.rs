@@ -7,6 +7,7 @@ use std::net::TcpListener;
 use std::path::PathBuf;
 pub mod api;
 pub mod cli;
+pub mod cluster;
 
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};

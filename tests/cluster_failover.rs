@@ -1,0 +1,261 @@
+//! Issue 14 on real processes: three `baton serve --node-id` members on loopback, pushed to
+//! while their leader is SIGKILLed (and later restarted) or SIGSTOPped past the election
+//! timeout. Every push answered 201 is there exactly once afterwards, nothing appears that
+//! was not pushed, a leader that lost its term answers nothing ok for what the new majority
+//! did not commit, and the members' partition files end up the same, byte for byte.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::cluster::{leader, Cluster};
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+/// (payload id, when it was sent, answered 201 queued?) for every push a writer made.
+type Outcomes = Arc<Mutex<Vec<(String, Instant, bool)>>>;
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().timeout(Duration::from_secs(5)).build().unwrap()
+}
+
+/// One push of one message to whichever member `at` points at; moves `at` on a refusal.
+async fn push_one(c: &reqwest::Client, urls: &[String], at: &mut usize, id: &str) -> bool {
+    let body = json!({"items": [{"queue": "q", "payload": {"id": id}}]});
+    let Ok(r) = c.post(format!("{}/api/v1/push", urls[*at])).json(&body).send().await else {
+        *at = (*at + 1) % 3;
+        return false;
+    };
+    let status = r.status().as_u16();
+    let v: Value = r.json().await.unwrap_or(Value::Null);
+    if status == 201 && v[0]["status"] == "queued" {
+        return true;
+    }
+    if v["code"] == "not_leader" || status == 503 {
+        *at = (*at + 1) % 3;
+    }
+    false
+}
+
+fn writers(cluster: &Cluster, stop: &Arc<AtomicBool>, out: &Outcomes, n: usize) -> Vec<tokio::task::JoinHandle<()>> {
+    let urls: Arc<Vec<String>> = Arc::new(cluster.members.iter().map(|m| m.url("")).collect());
+    (0..n)
+        .map(|w| {
+            let (urls, stop, out) = (Arc::clone(&urls), Arc::clone(stop), Arc::clone(out));
+            tokio::spawn(async move {
+                let c = client();
+                let mut at = w % 3;
+                // Bounded: 20,000 pushes per writer at most.
+                for seq in 0..20_000 {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let id = format!("w{w}-{seq}");
+                    let sent = Instant::now();
+                    let ok = push_one(&c, &urls, &mut at, &id).await;
+                    out.lock().push((id, sent, ok));
+                    if !ok {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+/// Everything in queue `q`, through pops with auto-ack from the leader, until it is empty.
+async fn drain(c: &reqwest::Client, cluster: &Cluster) -> Vec<String> {
+    let mut got = Vec::new();
+    for _ in 0..1000 {
+        let l = leader(c, cluster, Duration::from_secs(20)).await;
+        let url = cluster.members[l].url("/api/v1/pop/queue/q?batch=5000&wait=false&autoAck=true");
+        let r = c.get(url).send().await.unwrap();
+        if r.status() == 204 {
+            return got;
+        }
+        assert_eq!(r.status(), 200);
+        let v: Value = r.json().await.unwrap();
+        for m in v["messages"].as_array().unwrap() {
+            got.push(m["data"]["id"].as_str().unwrap().to_string());
+        }
+    }
+    panic!("the queue did not drain in 1000 pops");
+}
+
+/// Every 201 is there once; nothing is there twice; nothing is there that was not pushed.
+fn judge(outcomes: &[(String, Instant, bool)], got: &[String]) {
+    let mut seen = BTreeSet::new();
+    for id in got {
+        assert!(seen.insert(id.as_str()), "{id} delivered twice");
+    }
+    let pushed: BTreeMap<&str, bool> = outcomes.iter().map(|(id, _, ok)| (id.as_str(), *ok)).collect();
+    for id in got {
+        assert!(pushed.contains_key(id.as_str()), "{id} delivered but never pushed");
+    }
+    let lost: Vec<&&str> =
+        pushed.iter().filter(|(_, ok)| **ok).map(|(id, _)| id).filter(|id| !seen.contains(**id)).collect();
+    assert!(lost.is_empty(), "answered 201 but lost: {lost:?}");
+}
+
+/// Every file under `partitions/` of each member, by relative path, with its bytes.
+fn partition_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let root = dir.join("partitions");
+    let mut stack = vec![root.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.file_name().is_some_and(|n| n == ".spare") {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.strip_prefix(&root).unwrap().display().to_string(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_leaders_lose_no_answered_push_and_the_replicas_match() {
+    let mut cluster = Cluster::start(&["--checkpoint-interval-secs", "1"]);
+    let c = client();
+    leader(&c, &cluster, Duration::from_secs(20)).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let out: Outcomes = Arc::default();
+    let tasks = writers(&cluster, &stop, &out, 4);
+    let mut failovers = Vec::new();
+    for _round in 0..3 {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let l = leader(&c, &cluster, Duration::from_secs(20)).await;
+        let killed_at = Instant::now();
+        cluster.kill(l);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        // The first push sent after the kill and answered 201: the new leader committed it.
+        while !out.lock().iter().any(|(_, sent, ok)| *ok && *sent > killed_at) {
+            assert!(Instant::now() < deadline, "no push was answered within 20 s of the leader's SIGKILL");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        failovers.push(killed_at.elapsed());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        cluster.restart(l);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.unwrap();
+    }
+    eprintln!("from SIGKILL to the next answered push: {failovers:?}");
+    let outcomes = out.lock().clone();
+    assert!(outcomes.iter().filter(|(_, _, ok)| *ok).count() > 100, "the writers made progress");
+    let got = drain(&c, &cluster).await;
+    judge(&outcomes, &got);
+
+    // The same committed log, applied on every member: the same partition files.
+    let l = leader(&c, &cluster, Duration::from_secs(20)).await;
+    let v = common::cluster::view(&c, &cluster.members[l]).await.unwrap();
+    let last = v["lastLogIndex"].as_u64().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for m in &cluster.members {
+        loop {
+            let applied = common::cluster::view(&c, m).await.and_then(|v| v["lastApplied"].as_u64()).unwrap_or(0);
+            if applied >= last {
+                break;
+            }
+            assert!(Instant::now() < deadline, "member {} did not apply through {last}", m.id);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    cluster.stop_all();
+    let files: Vec<_> = cluster.members.iter().map(|m| partition_files(&m.dir)).collect();
+    assert!(!files[0].is_empty());
+    for (i, f) in files.iter().enumerate().skip(1) {
+        assert_eq!(
+            f.keys().collect::<Vec<_>>(),
+            files[0].keys().collect::<Vec<_>>(),
+            "member {} has other files",
+            i + 1
+        );
+        for (path, bytes) in f {
+            assert!(bytes == &files[0][path], "member {}: {path} differs from member 1's", i + 1);
+        }
+    }
+}
+
+/// A leader stopped past the election timeout wakes up to a newer term. Its followers were
+/// stopped first, while it was handed a push: it planned it (in memory and in its partition
+/// files) and proposed it, but no one else has it. Then it stops, its followers wake and
+/// elect one of themselves, and it wakes last. The push it took is never answered 201 (it
+/// cannot commit: the majority moved on without it), the new leader's push is there, and the
+/// old leader, rebuilt from its checkpoint and the committed log, holds the same files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_leader_answers_nothing_ok_that_the_majority_did_not_commit() {
+    let mut cluster = Cluster::start(&["--checkpoint-interval-secs", "1"]);
+    let c = client();
+    let old = leader(&c, &cluster, Duration::from_secs(20)).await;
+    let mut at = old;
+    assert!(push_one(&c, &cluster.members.iter().map(|m| m.url("")).collect::<Vec<_>>(), &mut at, "before").await);
+    let followers: Vec<usize> = (0..3).filter(|i| *i != old).collect();
+    for f in &followers {
+        cluster.pause(*f);
+    }
+    let stale_url = cluster.members[old].url("/api/v1/push");
+    let stale = tokio::spawn(async move {
+        let c = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+        let body = json!({"items": [{"queue": "q", "payload": {"id": "stale"}}]});
+        match c.post(stale_url).json(&body).send().await {
+            Ok(r) => {
+                let status = r.status().as_u16();
+                (status, r.json::<Value>().await.unwrap_or(Value::Null))
+            }
+            Err(e) => (0, json!(e.to_string())),
+        }
+    });
+    // Long enough for the leader to plan and propose it; nobody can acknowledge it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    cluster.pause(old);
+    for f in &followers {
+        cluster.resume(*f);
+    }
+    // The two others elect one of themselves; the stopped one cannot answer /cluster.
+    let new = leader(&c, &cluster, Duration::from_secs(20)).await;
+    assert_ne!(new, old);
+    let mut at = new;
+    let urls: Vec<String> = cluster.members.iter().map(|m| m.url("")).collect();
+    assert!(push_one(&c, &urls, &mut at, "fresh").await, "the new leader takes writes");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cluster.resume(old);
+    let (status, body) = stale.await.unwrap();
+    assert_ne!(status, 201, "the deposed leader answered ok for a push the majority never saw: {body}");
+    // It steps down and, rebuilt, follows the new leader.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let v = common::cluster::view(&c, &cluster.members[old]).await;
+        if v.as_ref().is_some_and(|v| v["leading"] == false && v["leader"].as_u64() == Some(cluster.members[new].id)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the old leader never followed the new one: {v:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let got = drain(&c, &cluster).await;
+    assert_eq!(got, vec!["before".to_string(), "fresh".to_string()], "the stale push is nowhere");
+    let l = leader(&c, &cluster, Duration::from_secs(20)).await;
+    let last = common::cluster::view(&c, &cluster.members[l]).await.unwrap()["lastLogIndex"].as_u64().unwrap();
+    for m in &cluster.members {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while common::cluster::view(&c, m).await.and_then(|v| v["lastApplied"].as_u64()).unwrap_or(0) < last {
+            assert!(Instant::now() < deadline, "member {} did not apply through {last}", m.id);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    cluster.stop_all();
+    let files: Vec<_> = cluster.members.iter().map(|m| partition_files(&m.dir)).collect();
+    for (i, f) in files.iter().enumerate().skip(1) {
+        assert!(f == &files[0], "member {}'s partition files differ from member 1's", i + 1);
+    }
+}

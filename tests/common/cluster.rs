@@ -1,0 +1,209 @@
+//! Three real `baton serve --node-id` processes on loopback, each with its own directory,
+//! HTTP, Kafka and Raft ports: start, find the leader, SIGKILL, SIGSTOP and SIGCONT a member,
+//! start it again on the same directory and ports.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::free_port;
+
+pub struct Member {
+    pub id: u64,
+    pub http: u16,
+    pub kafka: u16,
+    pub raft: u16,
+    pub dir: PathBuf,
+    child: Option<Child>,
+}
+
+pub struct Cluster {
+    pub members: Vec<Member>,
+    peers: String,
+    extra: Vec<String>,
+    _tmp: tempfile::TempDir,
+}
+
+impl Member {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.http)
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.with_extension("log")).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: i32) {
+        if let Some(pid) = self.pid() {
+            // SAFETY: signals only a child this test spawned.
+            unsafe { libc::kill(pid as i32, sig) };
+        }
+    }
+}
+
+impl Cluster {
+    /// Three members, started and healthy, with `extra` serve flags each.
+    pub fn start(extra: &[&str]) -> Cluster {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let members: Vec<Member> = (1..=3)
+            .map(|id| Member {
+                id,
+                http: free_port(),
+                kafka: free_port(),
+                raft: free_port(),
+                dir: tmp.path().join(format!("n{id}")),
+                child: None,
+            })
+            .collect();
+        let peers = members.iter().map(|m| format!("{}=127.0.0.1:{}", m.id, m.raft)).collect::<Vec<_>>().join(",");
+        let mut c = Cluster { members, peers, extra: extra.iter().map(|s| s.to_string()).collect(), _tmp: tmp };
+        for i in 0..3 {
+            c.spawn(i);
+        }
+        for i in 0..3 {
+            c.wait_healthy(i);
+        }
+        c
+    }
+
+    fn spawn(&mut self, i: usize) {
+        let m = &self.members[i];
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(m.dir.with_extension("log"))
+            .expect("open member log");
+        let child = Command::new(env!("CARGO_BIN_EXE_baton"))
+            .arg("serve")
+            .args(["--node-id", &m.id.to_string(), "--peers", &self.peers])
+            .args(["--http-addr", &format!("127.0.0.1:{}", m.http)])
+            .args(["--kafka-addr", &format!("127.0.0.1:{}", m.kafka)])
+            .arg("--data-dir")
+            .arg(&m.dir)
+            .args(&self.extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn baton");
+        self.members[i].child = Some(child);
+    }
+
+    fn wait_healthy(&mut self, i: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(Ok(Some(st))) = self.members[i].child.as_mut().map(|c| c.try_wait()) {
+                panic!("member {} exited with {st}:\n{}", i + 1, self.members[i].log());
+            }
+            let up = std::net::TcpStream::connect(("127.0.0.1", self.members[i].http)).is_ok()
+                && self.members[i].pid().is_some_and(|pid| baton_check::broker::listens(pid, self.members[i].http));
+            if up {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "member {} not listening within 30 s:\n{}",
+                i + 1,
+                self.members[i].log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGKILL member `i` (index into `members`) and reap it.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.members[i].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Start member `i` again on its directory and ports.
+    pub fn restart(&mut self, i: usize) {
+        self.kill(i);
+        self.spawn(i);
+        self.wait_healthy(i);
+    }
+
+    /// SIGSTOP member `i`, and wait until the kernel shows it stopped: a thread already on
+    /// a CPU runs on until its next return to user mode, long enough to answer a request.
+    pub fn pause(&self, i: usize) {
+        self.members[i].signal(libc::SIGSTOP);
+        let Some(pid) = self.members[i].pid() else { return };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // The state follows the parenthesised command name.
+            if stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('T')) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        panic!("member {} did not stop within 5 s of SIGSTOP", i + 1);
+    }
+
+    pub fn resume(&self, i: usize) {
+        self.members[i].signal(libc::SIGCONT);
+    }
+
+    /// SIGTERM every member and wait for each to exit (checkpointing on the way).
+    pub fn stop_all(&mut self) {
+        for m in &self.members {
+            m.signal(libc::SIGCONT);
+            m.signal(libc::SIGTERM);
+        }
+        for m in &mut self.members {
+            if let Some(mut c) = m.child.take() {
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while c.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+
+    pub fn running(&self, i: usize) -> bool {
+        self.members[i].child.is_some()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..self.members.len() {
+            self.resume(i);
+            self.kill(i);
+        }
+    }
+}
+
+/// `GET /cluster` of one member, or `None` when it does not answer within a second.
+pub async fn view(c: &reqwest::Client, m: &Member) -> Option<Value> {
+    let r = c.get(m.url("/cluster")).timeout(Duration::from_secs(1)).send().await.ok()?;
+    r.json().await.ok()
+}
+
+/// The index of the member whose engine leads, among the running ones, within `within`.
+pub async fn leader(c: &reqwest::Client, cluster: &Cluster, within: Duration) -> usize {
+    let deadline = Instant::now() + within;
+    loop {
+        for (i, m) in cluster.members.iter().enumerate() {
+            if !cluster.running(i) {
+                continue;
+            }
+            if view(c, m).await.is_some_and(|v| v["leading"] == true) {
+                return i;
+            }
+        }
+        assert!(Instant::now() < deadline, "no member leads within {within:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
