@@ -259,3 +259,116 @@ async fn a_paused_leader_answers_nothing_ok_that_the_majority_did_not_commit() {
         assert!(f == &files[0], "member {}'s partition files differ from member 1's", i + 1);
     }
 }
+
+/// A leader whose followers are both gone cannot commit: a push to it is answered 503
+/// (outcome unknown) within the commit timeout, never held for ever and never 201. Once the
+/// followers are back the cluster takes writes again, and the push answered 503 is there at
+/// most once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_without_a_majority_answers_unknown_in_bounded_time() {
+    let cluster = Cluster::start(&["--raft-commit-timeout-ms", "1500"]);
+    let c = client();
+    let l = leader(&c, &cluster, Duration::from_secs(20)).await;
+    let followers: Vec<usize> = (0..3).filter(|i| *i != l).collect();
+    for f in &followers {
+        cluster.pause(*f);
+    }
+    let started = Instant::now();
+    let body = json!({"items": [{"queue": "q", "payload": {"id": "alone"}}]});
+    let r = c.post(cluster.members[l].url("/api/v1/push")).json(&body).send().await.expect("an answer, not a hang");
+    let waited = started.elapsed();
+    let status = r.status().as_u16();
+    let v: Value = r.json().await.unwrap_or(Value::Null);
+    assert_eq!(status, 503, "{v}");
+    assert!(v["error"].as_str().unwrap_or("").contains("unknown"), "{v}");
+    assert!(waited < Duration::from_secs(4), "answered after {waited:?}");
+    for f in &followers {
+        cluster.resume(*f);
+    }
+    let urls: Vec<String> = cluster.members.iter().map(|m| m.url("")).collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut at = l;
+    while !push_one(&c, &urls, &mut at, "later").await {
+        assert!(Instant::now() < deadline, "the cluster took no write after its followers came back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let got = drain(&c, &cluster).await;
+    assert!(got.contains(&"later".to_string()));
+    assert!(got.iter().filter(|id| *id == "alone").count() <= 1, "{got:?}");
+}
+
+/// I5 across terms: a lease granted by a leader stays exclusive after that leader dies, even
+/// when the new leader's wall clock runs 8 s ahead (members 2 and 3 read the clock through
+/// the fault shim, +8,000 ms from their start; member 1, with the shorter election timeout,
+/// leads first). Without the inherited leases' extension the new leader would see the 10 s
+/// lease expire 2 s after it was granted and hand the message to a second consumer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_survives_a_failover_to_a_leader_whose_clock_runs_ahead() {
+    let ctl = tempfile::tempdir().unwrap();
+    let shim = common::cluster::shim();
+    let mut cluster = Cluster::start_each(&[], |id| {
+        if id == 1 {
+            let fast = ["--raft-election-min-ms", "150", "--raft-election-max-ms", "200"];
+            return (fast.iter().map(|s| s.to_string()).collect(), Vec::new());
+        }
+        let file = ctl.path().join(format!("n{id}.ctl"));
+        std::fs::write(&file, "clock 8000\n").unwrap();
+        let envs = vec![
+            ("LD_PRELOAD".to_string(), shim.display().to_string()),
+            ("BATON_FAULTS_CTL".to_string(), file.display().to_string()),
+        ];
+        (Vec::new(), envs)
+    });
+    let c = client();
+    let l = leader(&c, &cluster, Duration::from_secs(20)).await;
+    assert_eq!(cluster.members[l].id, 1, "member 1 (shortest election timeout, unskewed) leads first");
+    let m1 = &cluster.members[l];
+    let r = c
+        .post(m1.url("/api/v1/configure"))
+        .json(&json!({"queue": "q", "options": {"leaseTime": 10}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let mut at = l;
+    let urls: Vec<String> = cluster.members.iter().map(|m| m.url("")).collect();
+    assert!(push_one(&c, &urls, &mut at, "one").await);
+    let r = c.get(m1.url("/api/v1/pop/queue/q?batch=1&wait=false")).send().await.unwrap();
+    assert_eq!(r.status(), 200, "the first consumer takes the message");
+    let granted = Instant::now();
+    cluster.kill(l);
+    // For 6 s after the grant (well inside the 10 s lease, and past the 2 s an 8 s-fast
+    // clock would leave of it) nobody else may get the message.
+    while granted.elapsed() < Duration::from_secs(6) {
+        for (i, m) in cluster.members.iter().enumerate() {
+            if i == l {
+                continue;
+            }
+            if let Ok(r) = c.get(m.url("/api/v1/pop/queue/q?batch=1&wait=false")).send().await {
+                let status = r.status().as_u16();
+                let v: Value = r.json().await.unwrap_or(Value::Null);
+                assert_ne!(
+                    status,
+                    200,
+                    "leased again {:?} after the grant, by member {}: {v}",
+                    granted.elapsed(),
+                    m.id
+                );
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The new leader does serve pops: once the lease has run out, the message comes back.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    'back: loop {
+        for m in &cluster.members[1..] {
+            if let Ok(r) = c.get(m.url("/api/v1/pop/queue/q?batch=1&wait=false")).send().await {
+                if r.status() == 200 {
+                    break 'back;
+                }
+            }
+        }
+        assert!(Instant::now() < deadline, "the message never came back after its lease");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

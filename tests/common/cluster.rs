@@ -18,6 +18,9 @@ pub struct Member {
     pub raft: u16,
     pub dir: PathBuf,
     child: Option<Child>,
+    /// Flags and environment of this member only (a skewed clock, its own timeouts).
+    args: Vec<String>,
+    envs: Vec<(String, String)>,
 }
 
 pub struct Cluster {
@@ -51,6 +54,11 @@ impl Member {
 impl Cluster {
     /// Three members, started and healthy, with `extra` serve flags each.
     pub fn start(extra: &[&str]) -> Cluster {
+        Self::start_each(extra, |_| (Vec::new(), Vec::new()))
+    }
+
+    /// [`Cluster::start`] with each member's own flags and environment, by id.
+    pub fn start_each(extra: &[&str], each: impl Fn(u64) -> (Vec<String>, Vec<(String, String)>)) -> Cluster {
         let tmp = tempfile::tempdir().expect("temp dir");
         let members: Vec<Member> = (1..=3)
             .map(|id| Member {
@@ -60,6 +68,8 @@ impl Cluster {
                 raft: free_port(),
                 dir: tmp.path().join(format!("n{id}")),
                 child: None,
+                args: each(id).0,
+                envs: each(id).1,
             })
             .collect();
         let peers = members.iter().map(|m| format!("{}=127.0.0.1:{}", m.id, m.raft)).collect::<Vec<_>>().join(",");
@@ -88,6 +98,8 @@ impl Cluster {
             .arg("--data-dir")
             .arg(&m.dir)
             .args(&self.extra)
+            .args(&m.args)
+            .envs(m.envs.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -206,4 +218,15 @@ pub async fn leader(c: &reqwest::Client, cluster: &Cluster, within: Duration) ->
         assert!(Instant::now() < deadline, "no member leads within {within:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// The fault shim (crates/faults), built next to the binary by `scripts/test`.
+pub fn shim() -> PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_BIN_EXE_baton")).parent().unwrap().to_path_buf();
+    [dir.join("libbaton_faults.so"), dir.join("deps").join("libbaton_faults.so")]
+        .into_iter()
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .max()
+        .map(|(_, p)| p)
+        .unwrap_or_else(|| panic!("no libbaton_faults.so in {}: cargo build --release -p baton-faults", dir.display()))
 }

@@ -41,9 +41,10 @@ impl Member {
         engine_cfg: EngineConfig,
         node_cfg: NodeConfig,
         peers: BTreeMap<NodeId, String>,
+        commit_timeout: Duration,
     ) -> Result<Member, String> {
         let id = node_cfg.id;
-        let log = Arc::new(RaftLog::new());
+        let log = Arc::new(RaftLog::new(commit_timeout));
         let engine = tokio::task::block_in_place(|| Engine::start_member(engine_cfg, log.clone()))?;
         let node = Arc::new(Node::start(node_cfg, EngineApplier { engine: engine.clone() }).await?);
         log.connect(node.raft.clone());

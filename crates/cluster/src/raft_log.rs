@@ -13,6 +13,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use baton_log::{Log, WalError, WalItem};
 use baton_replicate::{Frame, Raft};
@@ -38,22 +39,20 @@ pub struct RaftLog {
     /// Frames proposed since the last arm, for the member to know whether a step down left
     /// anything uncertain behind.
     pub proposed: AtomicU64,
-}
-
-impl Default for RaftLog {
-    fn default() -> Self {
-        Self::new()
-    }
+    /// A proposal not committed within this long is answered "unknown" (and the term taken
+    /// as lost): a leader cut off from its majority must not hold requests for ever.
+    commit_timeout: Duration,
 }
 
 impl RaftLog {
-    pub fn new() -> RaftLog {
+    pub fn new(commit_timeout: Duration) -> RaftLog {
         RaftLog {
             next: Mutex::new(None),
             last: AtomicU64::new(0),
             tx: OnceLock::new(),
             lost: Arc::new(AtomicBool::new(false)),
             proposed: AtomicU64::new(0),
+            commit_timeout,
         }
     }
 
@@ -62,6 +61,7 @@ impl RaftLog {
         let (tx, mut rx) = mpsc::unbounded_channel::<Proposal>();
         let (done_tx, mut done_rx) = mpsc::unbounded_channel();
         let lost = Arc::clone(&self.lost);
+        let timeout = self.commit_timeout;
         tokio::spawn(async move {
             while let Some(p) = rx.recv().await {
                 let answer = raft.client_write_ff(Frame(p.bytes.into())).await.ok();
@@ -74,13 +74,16 @@ impl RaftLog {
             while let Some((index, item, answer)) = done_rx.recv().await {
                 let result = match answer {
                     None => Err("raft is stopping: the outcome is unknown".to_string()),
-                    Some(rx) => match rx.await {
-                        Ok(Ok(r)) if r.log_id.index == index => Ok(index),
-                        Ok(Ok(r)) => {
+                    Some(rx) => match tokio::time::timeout(timeout, rx).await {
+                        Ok(Ok(Ok(r))) if r.log_id.index == index => Ok(index),
+                        Ok(Ok(Ok(r))) => {
                             Err(format!("proposed as entry {index} but committed as entry {}", r.log_id.index))
                         }
-                        Ok(Err(e)) => Err(format!("not committed: {e}")),
-                        Err(_) => Err("raft dropped the proposal: the outcome is unknown".to_string()),
+                        Ok(Ok(Err(e))) => Err(format!("not committed: {e}")),
+                        Ok(Err(_)) => Err("raft dropped the proposal: the outcome is unknown".to_string()),
+                        Err(_) => Err(format!(
+                            "not committed within {timeout:?}: no majority answered; the outcome is unknown"
+                        )),
                     },
                 };
                 if result.is_err() {

@@ -607,6 +607,35 @@ impl Planner {
         Ok(expires)
     }
 
+    /// I5 across terms (D41): a new leader treats every lease it inherits as live for a full
+    /// lease time from its own first plan, so a lease a consumer holds never ends early
+    /// because this leader's clock runs ahead of the last one's. Every live lease whose
+    /// expiry falls sooner than now plus its queue's lease time is extended to that, as one
+    /// entry; a lease already running longer (a pop with a longer `leaseSeconds`) keeps its
+    /// expiry. Returns how many were extended.
+    pub fn inherit_leases(&mut self) -> Planned<usize> {
+        let mut extend = Vec::new();
+        for (part, p) in &self.state.parts {
+            let full = self.state.queues.get(&p.queue).map_or(0, |q| q.options.lease_time).max(1);
+            let until = self.ts.saturating_add(full.saturating_mul(1_000_000));
+            for (group, c) in &p.cursors {
+                if let Some(l) = c.lease.as_ref().filter(|l| l.expires > self.ts && l.expires < until) {
+                    extend.push(Effect::ExtendLease { part: *part, group: *group, lease: l.id, expires: until });
+                }
+            }
+        }
+        // Applied in a fixed order, so the entry is the same whatever the maps' order was.
+        extend.sort_by_key(|e| match e {
+            Effect::ExtendLease { part, group, .. } => (*part, *group),
+            _ => unreachable!("only lease extensions are collected"),
+        });
+        let n = extend.len();
+        for e in extend {
+            self.emit(e)?;
+        }
+        Ok(n)
+    }
+
     /// Move a group's cursor on every partition of a queue (or one) to an offset or time.
     pub fn seek(
         &mut self,

@@ -194,6 +194,10 @@ pub struct ServeArgs {
     pub raft_election_min_ms: u64,
     #[arg(long, env = "BATON_RAFT_ELECTION_MAX_MS", default_value_t = 800)]
     pub raft_election_max_ms: u64,
+    /// A leader's write that no majority has committed within this many ms is answered
+    /// 503 (outcome unknown) instead of waiting for ever, and the leader rebuilds.
+    #[arg(long, env = "BATON_RAFT_COMMIT_TIMEOUT_MS", default_value_t = 5000)]
+    pub raft_commit_timeout_ms: u64,
     /// Log filter (tracing env-filter syntax).
     #[arg(long, env = "BATON_LOG", default_value = "info")]
     pub log: String,
@@ -371,7 +375,10 @@ async fn start_member(
     node.log.wal.segment_bytes = cfg.wal_segment_bytes;
     node.log.wal.preallocate = cfg.wal_preallocate;
     tracing::info!(node = id, raft = %listen, members = peers.len(), "starting as a cluster member");
-    baton_cluster::member::Member::start(cfg, node, peers).await.map_err(|e| format!("start-up failed: {e}"))
+    let commit_timeout = Duration::from_millis(a.raft_commit_timeout_ms.max(1));
+    baton_cluster::member::Member::start(cfg, node, peers, commit_timeout)
+        .await
+        .map_err(|e| format!("start-up failed: {e}"))
 }
 
 type KafkaHandle = (tokio::task::JoinHandle<()>, std::sync::Arc<baton_kafka::KafkaStats>);

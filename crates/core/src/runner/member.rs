@@ -111,6 +111,20 @@ impl PlannerLoop {
         *self.shared.leader_hint.lock() = me;
         self.shared.writable.store(true, Ordering::Release);
         self.ensure_hash_key();
+        self.p.begin(crate::engine::wall_micros());
+        match self.p.step(|p| p.inherit_leases()) {
+            Ok(n) if n > 0 => tracing::info!(leases = n, "inherited leases extended by a full lease time (I5)"),
+            Ok(_) => {}
+            Err(e) => self.shared.latch(format!("extending inherited leases: {e}")),
+        }
+        self.settle(Box::new(|_| {}));
+        for p in self.p.state.parts.values() {
+            for c in p.cursors.values() {
+                if let Some(l) = &c.lease {
+                    self.lease_expiries.push(std::cmp::Reverse((l.expires, p.queue, Some(p.id))));
+                }
+            }
+        }
     }
 
     /// Whether the appender and any checkpoint in flight finished within [`QUIET`].
