@@ -1,28 +1,11 @@
 use super::*;
-use crate::machine::{Applier, Machine};
+use crate::machine::Machine;
 use crate::Frame;
 use openraft::storage::RaftLogStorageExt;
 use openraft::testing::{StoreBuilder, Suite};
 use openraft::{CommittedLeaderId, EntryPayload};
-use std::io::{Read, Write};
 
-/// An applier that keeps every frame it was given, for the suite and the restart tests.
-#[derive(Default)]
-pub(crate) struct Recorder(pub Vec<(u64, Vec<u8>)>);
-
-impl Applier for Recorder {
-    fn apply(&mut self, index: u64, frame: &Frame) -> Result<(), String> {
-        self.0.push((index, frame.0.to_vec()));
-        Ok(())
-    }
-    fn snapshot(&mut self, out: &mut dyn Write) -> Result<(), String> {
-        bincode::serialize_into(out, &self.0).map_err(|e| e.to_string())
-    }
-    fn restore(&mut self, input: &mut dyn Read) -> Result<(), String> {
-        self.0 = bincode::deserialize_from(input).map_err(|e| e.to_string())?;
-        Ok(())
-    }
-}
+use crate::machine::Recorder;
 
 fn small(dir: &Path) -> LogStoreConfig {
     let mut cfg = LogStoreConfig::new(dir.join("wal"));

@@ -38,6 +38,27 @@ pub trait Applier: Send + 'static {
     fn restore(&mut self, input: &mut dyn Read) -> Result<(), String>;
 }
 
+/// An applier that keeps every frame it was given, in order: for tests that compare
+/// replicas (openraft's suite, the cluster tests). Never the engine's applier.
+#[cfg(any(test, feature = "testing"))]
+#[derive(Default)]
+pub struct Recorder(pub Vec<(u64, Vec<u8>)>);
+
+#[cfg(any(test, feature = "testing"))]
+impl Applier for Recorder {
+    fn apply(&mut self, index: u64, frame: &Frame) -> Result<(), String> {
+        self.0.push((index, frame.0.to_vec()));
+        Ok(())
+    }
+    fn snapshot(&mut self, out: &mut dyn Write) -> Result<(), String> {
+        bincode::serialize_into(out, &self.0).map_err(|e| e.to_string())
+    }
+    fn restore(&mut self, input: &mut dyn Read) -> Result<(), String> {
+        self.0 = bincode::deserialize_from(input).map_err(|e| e.to_string())?;
+        Ok(())
+    }
+}
+
 struct Inner<A> {
     dir: PathBuf,
     applier: A,

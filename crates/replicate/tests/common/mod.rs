@@ -4,34 +4,16 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
 use baton_check::proxy::{Link, Proxy};
-use baton_replicate::machine::Applier;
 use baton_replicate::node::{Node, NodeConfig};
 use baton_replicate::{Frame, NodeId};
 use openraft::storage::RaftLogReader;
 
-/// Keeps every frame applied, in order, so replicas can be compared.
-#[derive(Default)]
-pub struct Recorder(pub Vec<(u64, Vec<u8>)>);
-
-impl Applier for Recorder {
-    fn apply(&mut self, index: u64, frame: &Frame) -> Result<(), String> {
-        self.0.push((index, frame.0.to_vec()));
-        Ok(())
-    }
-    fn snapshot(&mut self, out: &mut dyn Write) -> Result<(), String> {
-        bincode::serialize_into(out, &self.0).map_err(|e| e.to_string())
-    }
-    fn restore(&mut self, input: &mut dyn Read) -> Result<(), String> {
-        self.0 = bincode::deserialize_from(input).map_err(|e| e.to_string())?;
-        Ok(())
-    }
-}
+pub use baton_replicate::machine::Recorder;
 
 pub const WAIT: Duration = Duration::from_secs(20);
 
@@ -42,7 +24,8 @@ pub fn cfg(id: NodeId, dir: &Path, listen: SocketAddr) -> NodeConfig {
     c
 }
 
-pub async fn start_three(
+/// Three members started on free loopback ports, not yet a cluster; their Raft addresses.
+async fn start_nodes(
     dir: &Path,
     tune: impl Fn(&mut NodeConfig),
 ) -> (Vec<Option<Node<Recorder>>>, BTreeMap<NodeId, String>) {
@@ -54,6 +37,14 @@ pub async fn start_three(
     }
     let members: BTreeMap<NodeId, String> =
         nodes.iter().flatten().map(|n| (n.raft.metrics().borrow().id, n.addr.to_string())).collect();
+    (nodes, members)
+}
+
+pub async fn start_three(
+    dir: &Path,
+    tune: impl Fn(&mut NodeConfig),
+) -> (Vec<Option<Node<Recorder>>>, BTreeMap<NodeId, String>) {
+    let (nodes, members) = start_nodes(dir, tune).await;
     nodes[0].as_ref().unwrap().initialize(&members).await.unwrap();
     (nodes, members)
 }
@@ -133,14 +124,7 @@ pub async fn start_three_proxied(
     dir: &Path,
     tune: impl Fn(&mut NodeConfig),
 ) -> (Vec<Option<Node<Recorder>>>, BTreeMap<NodeId, String>, BTreeMap<(NodeId, NodeId), Proxy>) {
-    let mut nodes = Vec::new();
-    for id in 1..=3 {
-        let mut c = cfg(id, dir, "127.0.0.1:0".parse().unwrap());
-        tune(&mut c);
-        nodes.push(Some(Node::start(c, Recorder::default()).await.unwrap()));
-    }
-    let members: BTreeMap<NodeId, String> =
-        nodes.iter().flatten().map(|n| (n.raft.metrics().borrow().id, n.addr.to_string())).collect();
+    let (nodes, members) = start_nodes(dir, tune).await;
     let mut links = BTreeMap::new();
     for (i, from) in nodes.iter().flatten().enumerate() {
         for (j, to) in members.iter() {
