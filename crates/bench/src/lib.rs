@@ -25,6 +25,7 @@
 
 pub mod baton;
 pub mod baton_pipeline;
+pub mod cluster;
 pub mod hist;
 pub mod kafka;
 pub mod peers;
@@ -89,6 +90,9 @@ pub enum TargetKind {
 pub enum BenchCommand {
     /// Storage scaling (issue 18): fill, checkpoint, restart, partitions; servers started from --exe.
     Storage(storage::StorageArgs),
+    /// Failover (issue 14): three members started from --exe, the leader SIGKILLed --kills times;
+    /// from each SIGKILL to the first push answered 201 through a surviving member.
+    Failover(cluster::FailoverArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -194,8 +198,10 @@ pub struct BenchArgs {
 /// Run the benchmark described by `a`; print results; fail if a closed-loop
 /// run saw errors (or, with --quick, if anything at all looks wrong).
 pub fn run(a: BenchArgs) -> Result<(), String> {
-    if let Some(BenchCommand::Storage(s)) = a.command {
-        return storage::run(s);
+    match a.command {
+        Some(BenchCommand::Storage(s)) => return storage::run(s),
+        Some(BenchCommand::Failover(f)) => return storage::report(&f.common, |_| cluster::run(&f)),
+        None => {}
     }
     if a.batch == 0 || a.size == 0 || a.partitions == 0 || a.workers == Some(0) || a.rate == 0 {
         return Err("--batch, --size, --partitions, --workers and --rate must be positive".into());

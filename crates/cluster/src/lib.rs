@@ -9,4 +9,5 @@
 
 pub mod applier;
 pub mod member;
+pub mod ops;
 pub mod raft_log;

@@ -118,6 +118,9 @@ pub(crate) struct PlannerLoop {
     /// Where the expired-KV sweep goes on at the next tick.
     kv_sweep: crate::kv::SweepCursor,
     last_prune: Instant,
+    /// This state planned (led) since it was loaded: it may hold what Raft never commits,
+    /// so it answers no read until it is rebuilt (D42).
+    planned: bool,
 }
 
 impl PlannerLoop {
@@ -150,6 +153,7 @@ impl PlannerLoop {
             parked: Vec::new(),
             kv_sweep: None,
             last_prune: Instant::now(),
+            planned: false,
         }
     }
 
@@ -307,7 +311,7 @@ impl PlannerLoop {
     fn handle(&mut self, cmd: Cmd) {
         let Some(cmd) = self.member_cmd(cmd) else { return };
         if !self.shared.writable.load(Ordering::Acquire) {
-            return fail_cmd(cmd, self.not_leader());
+            return self.follow_cmd(cmd);
         }
         let writes = !matches!(cmd, Cmd::Query(..) | Cmd::Fetch(..));
         if writes {

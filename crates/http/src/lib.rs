@@ -10,6 +10,7 @@ mod body;
 mod consume;
 mod error;
 mod fetch;
+mod forward;
 #[doc(hidden)]
 pub mod fuzzing;
 mod kv;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 
 pub use error::ApiError;
 pub use fetch::{DEFAULT_MAX_BYTES as DEFAULT_FETCH_MAX_BYTES, DEFAULT_MAX_ENTRIES as DEFAULT_FETCH_MAX_ENTRIES};
+pub use forward::{Forward, FORWARDED_BY};
 pub use listen::{ConnConfig, ConnStats};
 
 /// Default of `--max-ack-error-bytes`.
@@ -64,6 +66,8 @@ pub struct HttpConfig {
     /// What `GET /cluster` answers on a cluster member (D40): the server hands in a view of
     /// its Raft state; a single node has none and answers 404.
     pub cluster: Option<ClusterView>,
+    /// On a cluster member: where requests go while another member leads (D42).
+    pub forward: Option<Forward>,
 }
 
 impl Default for HttpConfig {
@@ -81,6 +85,7 @@ impl Default for HttpConfig {
             conn_stats: Arc::default(),
             extra_metrics: None,
             cluster: None,
+            forward: None,
         }
     }
 }
@@ -110,6 +115,7 @@ pub struct AppState {
     pub cfg: HttpConfig,
     pub shutdown: Shutdown,
     pub(crate) times: timing::RequestTimes,
+    pub(crate) forwarder: Option<forward::Forwarder>,
 }
 
 /// Tells open long polls that the server is stopping, so they answer 204 at
@@ -180,7 +186,8 @@ pub fn router(engine: Engine, cfg: HttpConfig) -> Router {
 
 /// The router, with a handle the server triggers on its stop signal to end long polls.
 pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown) -> Router {
-    let state = Arc::new(AppState { engine, cfg, shutdown, times: timing::RequestTimes::default() });
+    let forwarder = cfg.forward.clone().map(forward::Forwarder::new);
+    let state = Arc::new(AppState { engine, cfg, shutdown, times: timing::RequestTimes::default(), forwarder });
     Router::new()
         .route("/health", get(admin::health))
         .route("/cluster", get(admin::cluster))
@@ -215,6 +222,9 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
         .fallback(error::not_found)
         // axum's own 405 has an empty body; clients read `{error, code}`.
         .method_not_allowed_fallback(error::method_not_allowed)
+        // Outermost but for the error shape: a forwarded request is the leader's to judge,
+        // routes and timing included (D42).
+        .layer(axum::middleware::from_fn_with_state(state.clone(), forward::forward))
         .layer(axum::middleware::from_fn(error::json_errors))
         .with_state(state)
 }

@@ -230,6 +230,26 @@ pub async fn prometheus(State(app): State<App>) -> Response {
         "Failed accepts of HTTP connections (EMFILE and the like; the listener backs off and goes on).",
         cs.accept_errors.load(Relaxed),
     );
+    if let Some(fw) = &app.forwarder {
+        counter(
+            &mut out,
+            "baton_http_forwarded_total",
+            "Requests this member passed to the leader because it does not lead (D42).",
+            fw.stats.forwarded.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "baton_http_forward_unreachable_total",
+            "Forwards that failed before anything reached the leader (answered 503 leader_unreachable).",
+            fw.stats.connect_failed.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "baton_http_forward_unknown_total",
+            "Forwards whose outcome is unknown: sent, then no answer (answered 503 outcome_unknown).",
+            fw.stats.unknown.load(Relaxed),
+        );
+    }
     let _ = writeln!(out, "# HELP baton_http_errors_total Error answers of the HTTP API by status and code (each bound's refusal has its own code).\n# TYPE baton_http_errors_total counter");
     for ((status, code), n) in crate::error::answered() {
         let _ = writeln!(out, "baton_http_errors_total{{status=\"{status}\",code=\"{code}\"}} {n}");

@@ -39,10 +39,18 @@ pub const FENCED_INSTANCE_ID: i16 = E::FencedInstanceId.code();
 pub const INVALID_RECORD: i16 = E::InvalidRecord.code();
 pub const UNKNOWN_PRODUCER_ID: i16 = E::UnknownProducerId.code();
 pub const GROUP_MAX_SIZE_REACHED: i16 = E::GroupMaxSizeReached.code();
+pub const NOT_LEADER_OR_FOLLOWER: i16 = E::NotLeaderOrFollower.code();
+pub const NOT_COORDINATOR: i16 = E::NotCoordinator.code();
+pub const NOT_CONTROLLER: i16 = E::NotController.code();
+pub const LEADER_NOT_AVAILABLE: i16 = E::LeaderNotAvailable.code();
+pub const COORDINATOR_NOT_AVAILABLE: i16 = E::CoordinatorNotAvailable.code();
 
 /// The Kafka code for an engine error.
 pub fn code_of(e: &CoreError) -> i16 {
     match (e.kind, e.code) {
+        // A cluster member that does not lead (or stopped leading mid-request): the client
+        // refreshes its metadata and goes to the leader.
+        (ErrorKind::Unavailable, "not_leader") => NOT_LEADER_OR_FOLLOWER,
         // The WAL failed or the engine is stopping: retriable in every client.
         (ErrorKind::Unavailable, _) => KAFKA_STORAGE_ERROR,
         // The planner's own refusal of the queue-mode group (I6).

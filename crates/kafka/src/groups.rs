@@ -43,14 +43,20 @@ pub fn find_coordinator(ctx: &Ctx, req: FindCoordinatorRequest, version: i16) ->
     } else {
         (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Some(s("Baton does not implement Kafka transactions".to_string())))
     };
-    let host = s(ctx.cfg.advertised_host.clone());
-    let port = ctx.cfg.advertised_port;
+    // The leader coordinates every group (D42); while none is known, clients retry.
+    let topo = ctx.topology();
+    let at = topo.leader.and_then(|l| topo.broker(l).cloned());
+    let (code, message) = match &at {
+        None if code == NONE => (COORDINATOR_NOT_AVAILABLE, None),
+        _ => (code, message),
+    };
+    let (id, host, port) = at.map(|(id, h, p)| (id, s(h), p)).unwrap_or((-1, s(String::new()), -1));
     let refuse = |key: &str| req.key_type == KEY_TYPE_GROUP && reserved(key);
     if version < 4 {
         let (code, message) = if refuse(&req.key) { (INVALID_GROUP_ID, None) } else { (code, message) };
         let r = FindCoordinatorResponse::default().with_error_code(code).with_error_message(message);
         return if code == NONE {
-            r.with_node_id(0.into()).with_host(host).with_port(port)
+            r.with_node_id(id.into()).with_host(host).with_port(port)
         } else {
             r.with_node_id((-1).into()).with_port(-1)
         };
@@ -62,7 +68,7 @@ pub fn find_coordinator(ctx: &Ctx, req: FindCoordinatorRequest, version: i16) ->
             let (code, message) = if refuse(&k) { (INVALID_GROUP_ID, None) } else { (code, message.clone()) };
             let c = Coordinator::default().with_key(k).with_error_code(code).with_error_message(message);
             if code == NONE {
-                c.with_node_id(0.into()).with_host(host.clone()).with_port(port)
+                c.with_node_id(id.into()).with_host(host.clone()).with_port(port)
             } else {
                 c.with_node_id((-1).into()).with_port(-1)
             }

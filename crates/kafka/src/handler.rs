@@ -5,7 +5,7 @@
 use crate::conn::Reply;
 use crate::errors::{error_response, UNSUPPORTED_VERSION};
 use crate::frame::{encode_response, Parsed, Request};
-use crate::{fetch, groups, produce, topics, versions, Ctx};
+use crate::{cluster, fetch, groups, produce, topics, versions, Ctx};
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
@@ -61,6 +61,14 @@ async fn respond(ctx: &Ctx, r: Request, peer: SocketAddr) -> Result<Option<Respo
     use ResponseKind as R;
     let v = r.version;
     let client_id = r.header.client_id.as_deref().unwrap_or("").to_string();
+    if let Some(refused) = cluster::refuse_unless_leading(ctx, &r.body, v) {
+        // An acks=0 producer reads no answer: as Kafka does, the connection is closed, and
+        // the client's next metadata names the leader.
+        if matches!(&r.body, Q::Produce(q) if q.acks == 0) {
+            return Err("acks=0 produce to a member that does not lead".into());
+        }
+        return Ok(Some(refused));
+    }
     Ok(Some(match r.body {
         Q::ApiVersions(_) => R::ApiVersions(versions::api_versions_response(0)),
         Q::Metadata(q) => R::Metadata(topics::metadata(ctx, q, v).await),

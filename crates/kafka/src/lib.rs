@@ -10,6 +10,7 @@
 //! get FETCH_SESSION_ID_NOT_FOUND and start over). Everything durable goes to
 //! the engine as typed commands; this crate never decides what is stored.
 
+mod cluster;
 mod conn;
 mod coordinator;
 mod errors;
@@ -25,6 +26,7 @@ mod sessions;
 mod topics;
 mod versions;
 
+pub use cluster::{ClusterTopology, Topology};
 pub use coordinator::{Limits as GroupLimits, DEFAULT_GROUP_MAX_SIZE, DEFAULT_MAX_GROUPS};
 pub use frame::{next_frame, parse, FrameError, ParseError, Parsed};
 pub use metrics::{CloseReason, KafkaStats};
@@ -89,6 +91,9 @@ pub struct KafkaConfig {
     /// SASL/PLAIN accounts. When set, a connection must authenticate before
     /// any request but ApiVersions and the SASL ones; `None` serves everyone.
     pub sasl_users: Option<Arc<SaslUsers>>,
+    /// On a cluster member: who leads and where every member's Kafka listener is (D42).
+    /// `None`: a single node, broker 0, which always leads.
+    pub cluster: Option<ClusterTopology>,
 }
 
 impl KafkaConfig {
@@ -115,6 +120,7 @@ impl Default for KafkaConfig {
             group_limits: GroupLimits::default(),
             producer_id_expiration: Duration::from_millis(DEFAULT_PRODUCER_ID_EXPIRATION_MS),
             sasl_users: None,
+            cluster: None,
         }
     }
 }

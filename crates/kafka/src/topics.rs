@@ -5,7 +5,7 @@
 //! used only over HTTP with other partition names shows no Kafka partitions.
 
 use crate::errors::*;
-use crate::Ctx;
+use crate::{Ctx, Topology};
 use baton_core::{CoreError, PartitionView, Query, QueryResult, QueueView};
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
@@ -92,15 +92,18 @@ pub async fn ensure_topic(ctx: &Ctx, name: &str, allow_create: bool) -> Result<O
     queue_view(ctx, name).await.map_err(|e| code_of(&e))
 }
 
-fn topic_entry(q: &QueueView, version: i16) -> MetadataResponseTopic {
+fn topic_entry(q: &QueueView, version: i16, topo: &Topology) -> MetadataResponseTopic {
+    // Every member holds every partition; the Raft leader leads them all (D42).
+    let replicas: Vec<BrokerId> = topo.brokers.iter().map(|b| b.0.into()).collect();
     let parts = kafka_partitions(q)
         .into_iter()
         .map(|(i, _)| {
             let mut p = MetadataResponsePartition::default()
                 .with_partition_index(i)
-                .with_leader_id(0.into())
-                .with_replica_nodes(vec![0.into()])
-                .with_isr_nodes(vec![0.into()]);
+                .with_leader_id(topo.leader.unwrap_or(-1).into())
+                .with_error_code(if topo.leader.is_some() { NONE } else { LEADER_NOT_AVAILABLE })
+                .with_replica_nodes(replicas.clone())
+                .with_isr_nodes(replicas.clone());
             if version >= 7 {
                 p.leader_epoch = 0;
             }
@@ -118,15 +121,20 @@ fn topic_error(name: Option<TopicName>, code: i16) -> MetadataResponseTopic {
     MetadataResponseTopic::default().with_name(name).with_error_code(code)
 }
 
-pub fn broker(ctx: &Ctx) -> MetadataResponseBroker {
-    MetadataResponseBroker::default()
-        .with_node_id(0.into())
-        .with_host(s(ctx.cfg.advertised_host.clone()))
-        .with_port(ctx.cfg.advertised_port)
+fn brokers(topo: &Topology) -> Vec<MetadataResponseBroker> {
+    topo.brokers
+        .iter()
+        .map(|(id, host, port)| {
+            MetadataResponseBroker::default().with_node_id((*id).into()).with_host(s(host.clone())).with_port(*port)
+        })
+        .collect()
 }
 
 pub async fn metadata(ctx: &Ctx, req: MetadataRequest, version: i16) -> MetadataResponse {
-    let allow = ctx.cfg.auto_create && (version < 4 || req.allow_auto_topic_creation);
+    let topo = ctx.topology();
+    // Only the leader creates: elsewhere an unknown topic is unknown until the leader made it.
+    let could = ctx.cfg.auto_create && (version < 4 || req.allow_auto_topic_creation);
+    let allow = could && topo.leads();
     let listed = match &req.topics {
         None => None,
         Some(v) if v.is_empty() && version == 0 => None,
@@ -135,9 +143,8 @@ pub async fn metadata(ctx: &Ctx, req: MetadataRequest, version: i16) -> Metadata
     let mut topics = Vec::new();
     match listed {
         None => match all_queues(ctx).await {
-            Ok(qs) => {
-                topics.extend(qs.iter().filter(|q| !kafka_partitions(q).is_empty()).map(|q| topic_entry(q, version)))
-            }
+            Ok(qs) => topics
+                .extend(qs.iter().filter(|q| !kafka_partitions(q).is_empty()).map(|q| topic_entry(q, version, &topo))),
             Err(e) => tracing::warn!(error = %e, "kafka: metadata could not list topics"),
         },
         Some(wanted) => {
@@ -163,7 +170,9 @@ pub async fn metadata(ctx: &Ctx, req: MetadataRequest, version: i16) -> Metadata
                 };
                 let tn = Some(TopicName(s(name.clone())));
                 match ensure_topic(ctx, &name, allow).await {
-                    Ok(Some(q)) => topics.push(topic_entry(&q, version)),
+                    Ok(Some(q)) => topics.push(topic_entry(&q, version, &topo)),
+                    // Retriable: the client asks again, and the leader creates it.
+                    Ok(None) if could && !allow => topics.push(topic_error(tn, LEADER_NOT_AVAILABLE)),
                     Ok(None) => topics.push(topic_error(tn, UNKNOWN_TOPIC_OR_PARTITION)),
                     Err(code) => topics.push(topic_error(tn, code)),
                 }
@@ -171,9 +180,9 @@ pub async fn metadata(ctx: &Ctx, req: MetadataRequest, version: i16) -> Metadata
         }
     }
     MetadataResponse::default()
-        .with_brokers(vec![broker(ctx)])
+        .with_brokers(brokers(&topo))
         .with_cluster_id(Some(s("baton")))
-        .with_controller_id(0.into())
+        .with_controller_id(topo.leader.unwrap_or(-1).into())
         .with_topics(topics)
 }
 

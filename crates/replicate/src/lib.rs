@@ -16,6 +16,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod codec;
+pub mod directory;
 pub mod log_store;
 pub mod machine;
 pub mod meta;

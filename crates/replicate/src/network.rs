@@ -173,14 +173,43 @@ struct Served {
     max: usize,
 }
 
-/// The receiving side: the routes a node serves on its Raft address.
-pub fn router(raft: Raft, max_rpc_bytes: usize) -> Router {
+/// The receiving side: the routes a node serves on its Raft address, `/raft/about` (this
+/// member's own addresses, `directory`) among them.
+pub fn router(raft: Raft, max_rpc_bytes: usize, about: crate::directory::About) -> Router {
+    let about = Arc::new(about);
     Router::new()
+        .route("/raft/about", axum::routing::get(move || async move { axum::Json((*about).clone()) }))
         .route("/raft/append", post(append))
         .route("/raft/vote", post(vote))
         .route("/raft/snapshot", post(snapshot))
         .layer(DefaultBodyLimit::max(max_rpc_bytes))
+        .layer(axum::middleware::from_fn_with_state(max_rpc_bytes, refuse_declared_oversize))
         .with_state(Served { raft, max: max_rpc_bytes })
+}
+
+/// A body whose declared length is over the bound is refused from its headers, before a byte
+/// of it is read: the peer learns at once (and reads the 413 rather than a reset halfway
+/// through writing), and nothing is buffered for it. Undeclared (chunked) bodies meet the same
+/// bound in `DefaultBodyLimit` while they are read.
+async fn refuse_declared_oversize(
+    State(max): State<usize>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let declared = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match declared {
+        Some(n) if n > max as u64 => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            [(axum::http::header::CONNECTION, "close")],
+            format!("the request declares {n} bytes, over max_rpc_bytes {max}"),
+        )
+            .into_response(),
+        _ => next.run(req).await,
+    }
 }
 
 fn decode<T: DeserializeOwned>(max: usize, body: &[u8]) -> Result<T, Response> {

@@ -15,6 +15,7 @@ use openraft::{BasicNode, Config, SnapshotPolicy};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+use crate::directory::{About, Directory};
 use crate::log_store::{LogStore, LogStoreConfig};
 use crate::machine::{Applier, Machine};
 use crate::network::{self, Network};
@@ -36,6 +37,9 @@ pub struct NodeConfig {
     pub keep_behind_snapshot: u64,
     pub max_rpc_bytes: usize,
     pub log: LogStoreConfig,
+    /// What this member tells the others about itself at `/raft/about` (its HTTP and Kafka
+    /// addresses, D42).
+    pub about: About,
 }
 
 impl NodeConfig {
@@ -51,6 +55,7 @@ impl NodeConfig {
             snapshot_every: Some(100_000),
             keep_behind_snapshot: 10_000,
             max_rpc_bytes: network::DEFAULT_MAX_RPC_BYTES,
+            about: About::new(),
         }
     }
 
@@ -74,8 +79,11 @@ pub struct Node<A: Applier> {
     pub log: LogStore,
     pub machine: Machine<A>,
     pub addr: SocketAddr,
+    /// The other members' own addresses, as they last told them (D42).
+    pub directory: Directory,
     routes: network::Routes,
     server: JoinHandle<()>,
+    refresh: JoinHandle<()>,
 }
 
 impl<A: Applier> Node<A> {
@@ -91,13 +99,16 @@ impl<A: Applier> Node<A> {
         let net = Network::new(cfg.max_rpc_bytes, Arc::clone(&routes));
         let raft =
             Raft::new(cfg.id, raft_cfg, net, log.clone(), machine.clone()).await.map_err(|e| format!("raft: {e}"))?;
-        let app = network::router(raft.clone(), cfg.max_rpc_bytes);
+        let app = network::router(raft.clone(), cfg.max_rpc_bytes, cfg.about.clone());
         let server = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!(error = %e, "raft listener stopped");
             }
         });
-        Ok(Node { raft, log, machine, addr, routes, server })
+        let directory = Directory::default();
+        directory.set(cfg.id, cfg.about.clone());
+        let refresh = directory.refresh(cfg.id, raft.clone(), Arc::clone(&routes));
+        Ok(Node { raft, log, machine, addr, directory, routes, server, refresh })
     }
 
     /// Dials member `target` at `addr` from now on, whatever its membership entry says.
@@ -122,6 +133,7 @@ impl<A: Applier> Node<A> {
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!(error = %e, "raft did not stop cleanly");
         }
+        self.refresh.abort();
         self.server.abort();
         let _ = self.server.await;
         self.log.shutdown();

@@ -4,6 +4,7 @@
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Args, Debug, Clone)]
@@ -12,6 +13,10 @@ pub struct ServeArgs {
     #[arg(long, env = "BATON_HTTP_ADDR", default_value = "127.0.0.1:6632")]
     pub http_addr: SocketAddr,
     /// Directory holding the WAL, partition segments and checkpoints.
+    /// Where other cluster members send this member's HTTP clients when it leads (D42):
+    /// followers forward requests here. Default: --http-addr.
+    #[arg(long, env = "BATON_HTTP_ADVERTISED_ADDR")]
+    pub http_advertised_addr: Option<String>,
     #[arg(long, env = "BATON_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
     /// Seconds between checkpoints; recovery replays at most this much WAL.
@@ -276,7 +281,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         Some(path) => {
             let users = baton_kafka::SaslUsers::load(path).map_err(|e| format!("--kafka-sasl-users {e}"))?;
             tracing::info!(path = %path.display(), users = users.len(), "Kafka listener requires SASL/PLAIN");
-            Some(std::sync::Arc::new(users))
+            Some(Arc::new(users))
         }
         None => None,
     };
@@ -305,19 +310,38 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         default_batch: a.default_batch.max(1),
         ..Default::default()
     };
+    let mut topology = None;
+    let mut raft_metrics = None;
     if let Some(m) = &member {
+        use baton_cluster::member::Member;
         let (node, engine) = (m.node.clone(), m.engine.clone());
-        http.cluster = Some(baton_http::ClusterView(std::sync::Arc::new(move || {
-            baton_cluster::member::Member::view(&node, &engine)
-        })));
+        http.cluster = Some(baton_http::ClusterView(Arc::new(move || Member::view(&node, &engine))));
+        let node = m.node.clone();
+        http.forward = Some(baton_http::Forward {
+            me: m.id,
+            leader: Arc::new(move || Member::leader_addr(&node, "http")),
+            connect_timeout: Duration::from_secs(1),
+            answer_timeout: Duration::from_millis(http.max_wait_ms + a.raft_commit_timeout_ms) + Duration::from_secs(5),
+        });
+        let node = m.node.clone();
+        topology = Some(baton_kafka::ClusterTopology(Arc::new(move || kafka_topology(&node))));
+        let (node, engine) = (m.node.clone(), m.engine.clone());
+        raft_metrics = Some(move |out: &mut String| Member::render_metrics(&node, &engine, out));
     }
     let eng = engine.clone();
     let kafka_engine = engine.clone();
     rt.block_on(async move {
-        let kafka = start_kafka(&a, kafka_engine, sasl_users).await?;
-        if let Some((_, stats)) = &kafka {
-            let stats = stats.clone();
-            http.extra_metrics = Some(baton_http::ExtraMetrics(std::sync::Arc::new(move |out| stats.render(out))));
+        let kafka = start_kafka(&a, kafka_engine, sasl_users, topology).await?;
+        let kafka_stats = kafka.as_ref().map(|(_, stats)| stats.clone());
+        if kafka_stats.is_some() || raft_metrics.is_some() {
+            http.extra_metrics = Some(baton_http::ExtraMetrics(Arc::new(move |out| {
+                if let Some(s) = &kafka_stats {
+                    s.render(out);
+                }
+                if let Some(r) = &raft_metrics {
+                    r(out);
+                }
+            })));
         }
         let listener =
             tokio::net::TcpListener::bind(a.http_addr).await.map_err(|e| format!("bind {}: {e}", a.http_addr))?;
@@ -372,6 +396,12 @@ async fn start_member(
     node.election = (Duration::from_millis(a.raft_election_min_ms), Duration::from_millis(a.raft_election_max_ms));
     // Members catch up from the whole log until their state can be sent as a snapshot (D40).
     node.snapshot_every = None;
+    let (_, kafka_host, kafka_port) = kafka_addrs(a)?;
+    if kafka_port == 0 {
+        return Err("a cluster member's Kafka port must be fixed (--kafka-addr or --kafka-advertised-addr): the other members name it".into());
+    }
+    let http = a.http_advertised_addr.clone().unwrap_or_else(|| a.http_addr.to_string());
+    node.about = [("http".to_string(), http), ("kafka".to_string(), format!("{kafka_host}:{kafka_port}"))].into();
     node.log.wal.segment_bytes = cfg.wal_segment_bytes;
     node.log.wal.preallocate = cfg.wal_preallocate;
     tracing::info!(node = id, raft = %listen, members = peers.len(), "starting as a cluster member");
@@ -385,19 +415,8 @@ type KafkaHandle = (tokio::task::JoinHandle<()>, std::sync::Arc<baton_kafka::Kaf
 
 /// Bind and spawn the Kafka listener on this runtime, on the same engine.
 /// Returns the accept loop's task and the listener's counters (for /metrics).
-async fn start_kafka(
-    a: &ServeArgs,
-    engine: baton_core::Engine,
-    sasl_users: Option<std::sync::Arc<baton_kafka::SaslUsers>>,
-) -> Result<Option<KafkaHandle>, String> {
-    let explicit = a.kafka_addr.is_some();
-    if a.kafka_max_uncompressed_batch_bytes > baton_kafka::MAX_UNCOMPRESSED_BATCH_BYTES {
-        return Err(format!(
-            "--kafka-max-uncompressed-batch-bytes {} is past {}, the most a stored batch may be read back at",
-            a.kafka_max_uncompressed_batch_bytes,
-            baton_kafka::MAX_UNCOMPRESSED_BATCH_BYTES
-        ));
-    }
+/// The Kafka listener's address, and the host and port it advertises.
+fn kafka_addrs(a: &ServeArgs) -> Result<(SocketAddr, String, u16), String> {
     let addr = a.kafka_addr.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 9092)));
     let (host, port) = match &a.kafka_advertised_addr {
         Some(adv) => {
@@ -409,6 +428,43 @@ async fn start_kafka(
         // Port 0 means "the port the listener gets", filled in after binding.
         None => (addr.ip().to_string(), addr.port()),
     };
+    Ok((addr, host, port))
+}
+
+/// The Kafka view of the cluster (D42): members are brokers by node id, at the Kafka
+/// addresses they told.
+fn kafka_topology(node: &baton_replicate::node::Node<baton_cluster::applier::EngineApplier>) -> baton_kafka::Topology {
+    let (me, leader, all) = baton_cluster::member::Member::addresses(node, "kafka");
+    let brokers = all
+        .into_iter()
+        .filter_map(|(id, addr)| {
+            let (h, p) = addr.rsplit_once(':')?;
+            Some((
+                i32::try_from(id).ok()?,
+                h.trim_start_matches('[').trim_end_matches(']').to_string(),
+                p.parse().ok()?,
+            ))
+        })
+        .collect();
+    let id = |n: u64| i32::try_from(n).unwrap_or(-1);
+    baton_kafka::Topology { me: id(me), leader: leader.map(id), brokers }
+}
+
+async fn start_kafka(
+    a: &ServeArgs,
+    engine: baton_core::Engine,
+    sasl_users: Option<Arc<baton_kafka::SaslUsers>>,
+    cluster: Option<baton_kafka::ClusterTopology>,
+) -> Result<Option<KafkaHandle>, String> {
+    let explicit = a.kafka_addr.is_some();
+    if a.kafka_max_uncompressed_batch_bytes > baton_kafka::MAX_UNCOMPRESSED_BATCH_BYTES {
+        return Err(format!(
+            "--kafka-max-uncompressed-batch-bytes {} is past {}, the most a stored batch may be read back at",
+            a.kafka_max_uncompressed_batch_bytes,
+            baton_kafka::MAX_UNCOMPRESSED_BATCH_BYTES
+        ));
+    }
+    let (addr, host, port) = kafka_addrs(a)?;
     let cfg = baton_kafka::KafkaConfig {
         advertised_host: host,
         advertised_port: port as i32,
@@ -424,6 +480,7 @@ async fn start_kafka(
         group_limits: baton_kafka::GroupLimits { max_groups: a.kafka_max_groups, max_members: a.kafka_group_max_size },
         initial_rebalance_delay: Duration::from_millis(a.kafka_initial_rebalance_delay_ms),
         sasl_users,
+        cluster,
         ..Default::default()
     };
     let server = match baton_kafka::KafkaServer::bind(addr, engine, cfg).await {

@@ -80,16 +80,32 @@ pub struct Report {
 }
 
 pub fn run(a: StorageArgs) -> Result<(), String> {
+    let common = match &a.scenario {
+        Scenario::Fill(f) => &f.common,
+        Scenario::Checkpoint(c) => &c.common,
+        Scenario::Restart(r) => &r.common,
+        Scenario::Partitions(p) => &p.common,
+    };
+    report(common, |_| async {
+        match &a.scenario {
+            Scenario::Fill(f) => fill::run(f).await,
+            Scenario::Checkpoint(c) => checkpoint::run(c).await,
+            Scenario::Restart(r) => restart::run(r).await,
+            Scenario::Partitions(p) => partitions::run(p).await,
+        }
+    })
+}
+
+/// Runs one scenario on a runtime of its own and prints its report: the table (on stderr
+/// with `--json`, which prints the JSON object on stdout). Fails only if the run failed.
+pub fn report<F, Fut>(common: &Common, scenario: F) -> Result<(), String>
+where
+    F: FnOnce(&Common) -> Fut,
+    Fut: std::future::Future<Output = Result<Report, String>>,
+{
     let rt =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| format!("tokio runtime: {e}"))?;
-    let (common, res) = rt.block_on(async {
-        match &a.scenario {
-            Scenario::Fill(f) => (&f.common, fill::run(f).await),
-            Scenario::Checkpoint(c) => (&c.common, checkpoint::run(c).await),
-            Scenario::Restart(r) => (&r.common, restart::run(r).await),
-            Scenario::Partitions(p) => (&p.common, partitions::run(p).await),
-        }
-    });
+    let res = rt.block_on(scenario(common));
     rt.shutdown_timeout(Duration::from_secs(5));
     let r = res?;
     if common.json {

@@ -97,6 +97,18 @@ impl PlannerLoop {
         }
     }
 
+    /// What a member that does not lead answers itself: a read of its state while that state
+    /// holds only committed frames (a stale read, never a phantom one: not after it planned,
+    /// until it is rebuilt); everything else is refused `not_leader` (D42).
+    pub(super) fn follow_cmd(&mut self, cmd: Cmd) {
+        match cmd {
+            Cmd::Query(q, reply) if !self.planned => {
+                let _ = reply.send(Ok(crate::query::run(&self.p.state, q)));
+            }
+            other => super::fail_cmd(other, self.not_leader()),
+        }
+    }
+
     /// From here on this member plans: everything applied becomes visible (a follower's
     /// partitions were never read, so their watermarks were left behind), long polls look
     /// at the leases it inherited, and the first frame it plans may be the key's.
@@ -109,6 +121,7 @@ impl PlannerLoop {
         }
         self.lease_expiries = restored_leases(&self.p.state);
         *self.shared.leader_hint.lock() = me;
+        self.planned = true;
         self.shared.writable.store(true, Ordering::Release);
         self.ensure_hash_key();
         self.p.begin(crate::engine::wall_micros());
@@ -169,6 +182,7 @@ impl PlannerLoop {
             self.shared.durable_index.store(self.submitted, Ordering::Release);
         }
         *self.shared.failed.lock() = None;
+        self.planned = false;
         tracing::warn!(index = self.submitted, "state rebuilt from the checkpoint after a lost term");
         Ok(self.submitted)
     }

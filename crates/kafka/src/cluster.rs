@@ -1,0 +1,93 @@
+//! The Kafka view of a Baton cluster (D42): every member is a broker (its node id the broker
+//! id), the Raft leader leads every partition and coordinates every group, and a member
+//! that does not lead refuses what only the leader can serve with the error Kafka clients
+//! move on from (NOT_LEADER_OR_FOLLOWER, NOT_COORDINATOR, NOT_CONTROLLER: each makes the
+//! client refresh its metadata or look up its coordinator again).
+//!
+//! Owns the topology read at each request and the refusal table. Must never let a request
+//! that changes or reads queue state run on a member that does not lead: such a request
+//! would reach an engine that refuses it anyway, but with an error the client cannot act
+//! on. A single node is a cluster of one whose member 0 always leads.
+
+use crate::errors::{error_response, NOT_CONTROLLER, NOT_COORDINATOR, NOT_LEADER_OR_FOLLOWER};
+use crate::Ctx;
+use kafka_protocol::messages::{RequestKind, ResponseKind};
+use std::sync::Arc;
+
+/// Who is where, as this member knows it now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topology {
+    /// This member's broker id.
+    pub me: i32,
+    /// The broker that leads, if one is known.
+    pub leader: Option<i32>,
+    /// Every broker whose Kafka address is known: (id, host, port); this member's always.
+    pub brokers: Vec<(i32, String, i32)>,
+}
+
+impl Topology {
+    pub fn leads(&self) -> bool {
+        self.leader == Some(self.me)
+    }
+
+    pub fn broker(&self, id: i32) -> Option<&(i32, String, i32)> {
+        self.brokers.iter().find(|b| b.0 == id)
+    }
+}
+
+/// Reads the member's topology; set by the server on a cluster member.
+#[derive(Clone)]
+pub struct ClusterTopology(pub Arc<dyn Fn() -> Topology + Send + Sync>);
+
+impl std::fmt::Debug for ClusterTopology {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClusterTopology")
+    }
+}
+
+impl Ctx {
+    pub(crate) fn topology(&self) -> Topology {
+        match &self.cfg.cluster {
+            Some(t) => {
+                let mut t = (t.0)();
+                if t.broker(t.me).is_none() {
+                    t.brokers.push((t.me, self.cfg.advertised_host.clone(), self.cfg.advertised_port));
+                }
+                t.brokers.sort();
+                t
+            }
+            None => Topology {
+                me: 0,
+                leader: Some(0),
+                brokers: vec![(0, self.cfg.advertised_host.clone(), self.cfg.advertised_port)],
+            },
+        }
+    }
+}
+
+/// The whole answer a member that does not lead gives to `req`, or `None` to serve it here
+/// (ApiVersions, Metadata, FindCoordinator and what this member answers about itself).
+pub(crate) fn refuse_unless_leading(ctx: &Ctx, req: &RequestKind, version: i16) -> Option<ResponseKind> {
+    // A single node always leads.
+    ctx.cfg.cluster.as_ref()?;
+    use RequestKind as Q;
+    let code = match req {
+        Q::Produce(_) | Q::Fetch(_) | Q::ListOffsets(_) => NOT_LEADER_OR_FOLLOWER,
+        Q::JoinGroup(_)
+        | Q::SyncGroup(_)
+        | Q::Heartbeat(_)
+        | Q::LeaveGroup(_)
+        | Q::OffsetCommit(_)
+        | Q::OffsetFetch(_)
+        | Q::DescribeGroups(_)
+        | Q::ListGroups(_)
+        | Q::DeleteGroups(_)
+        | Q::InitProducerId(_) => NOT_COORDINATOR,
+        Q::CreateTopics(_) | Q::DeleteTopics(_) | Q::CreatePartitions(_) => NOT_CONTROLLER,
+        _ => return None,
+    };
+    if ctx.topology().leads() && ctx.engine.is_writable() {
+        return None;
+    }
+    error_response(req, version, code)
+}
