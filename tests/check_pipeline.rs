@@ -3,18 +3,15 @@
 //! then again while the broker is SIGKILLed and restarted three times and
 //! workers are killed mid-transaction.
 
+mod common;
+
+use common::pipeline::{assert_exactly_once, count, Run};
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Both runs spawn a broker and load it; on 2 cores they go one at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-struct Run {
-    ok: bool,
-    stdout: String,
-    took: Duration,
-}
 
 fn check_pipeline(extra: &[&str]) -> Run {
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -32,64 +29,10 @@ fn check_pipeline(extra: &[&str]) -> Run {
     Run { ok: out.status.success(), stdout, took: t0.elapsed() }
 }
 
-/// The first number on the report line named `name`.
-fn count(out: &str, name: &str) -> u64 {
-    out.lines()
-        .find_map(|l| {
-            let rest = l.strip_prefix(name)?;
-            rest.starts_with(' ').then(|| rest.split_whitespace().next())?
-        })
-        .unwrap_or_else(|| panic!("no line {name:?} in:\n{out}"))
-        .parse()
-        .unwrap_or_else(|e| panic!("line {name:?}: {e}\n{out}"))
-}
-
-const VIOLATIONS: &[&str] = &[
-    "missing",
-    "duplicated",
-    "reordered",
-    "corrupted",
-    "rolled_back_output",
-    "torn",
-    "unacked_with_output",
-    "redelivered",
-    "stale_commit",
-    "input_lost",
-    "input_duplicated",
-    "input_reordered",
-    "foreign",
-    "phantom",
-    "undelivered",
-];
-
-fn assert_exactly_once(r: &Run) {
-    let out = &r.stdout;
-    assert!(r.ok, "the verifier failed:\n{out}");
-    assert!(out.contains("result: OK, no violation"), "{out}");
-    assert!(out.contains("finished              yes"), "{out}");
-    for v in VIOLATIONS {
-        assert_eq!(count(out, v), 0, "{v}:\n{out}");
-    }
-    assert_eq!(count(out, "fed"), 2000, "{out}");
-    // Every id once in the output: 2000 records, 2000 distinct ids.
-    let line = out.lines().find(|l| l.starts_with("output ")).unwrap();
-    assert!(line.contains("2000 records, 2000 ids"), "{line}");
-    assert_eq!(count(out, "waiting"), 0, "{out}");
-    assert_eq!(count(out, "committed inputs"), 2000, "{out}");
-    // At most 10 per transaction: committed as answered, plus those whose
-    // answer was lost but whose output is in the log.
-    let unknown = out.lines().find(|l| l.starts_with("unknown outcomes ")).unwrap();
-    let unknown_committed: u64 = unknown.split('(').nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
-    assert!(count(out, "committed txns") + unknown_committed >= 200, "{out}");
-    assert!(count(out, "reader deliveries") >= 2000, "{out}");
-    assert!(out.contains("committed txns/s"), "{out}");
-    assert!(out.contains("commit latency        p50"), "{out}");
-}
-
 #[test]
 fn pipeline_is_exactly_once() {
     let r = check_pipeline(&["--timeout", "45"]);
-    assert_exactly_once(&r);
+    assert_exactly_once(&r, 2000);
     let out = &r.stdout;
     // Nothing went wrong, so nothing was rolled back or left unknown.
     assert_eq!(count(out, "rolled back"), 0, "{out}");
@@ -101,7 +44,7 @@ fn pipeline_is_exactly_once() {
 #[test]
 fn pipeline_is_exactly_once_through_broker_kills_and_worker_kills() {
     let r = check_pipeline(&["--kill-broker", "3", "--kill-workers", "--timeout", "45"]);
-    assert_exactly_once(&r);
+    assert_exactly_once(&r, 2000);
     let out = &r.stdout;
     assert!(out.contains("faults                broker kills 3,"), "{out}");
     assert_eq!(out.matches("  kill ").count(), 3, "{out}");
@@ -119,7 +62,7 @@ fn a_commit_held_past_its_lease_is_refused() {
     // Worker faults only: with no broker restart to renew leases (I5), the
     // batch held past its lease must be rolled back with rejected_ack (I4).
     let r = check_pipeline(&["--kill-workers", "--timeout", "45"]);
-    assert_exactly_once(&r);
+    assert_exactly_once(&r, 2000);
     let out = &r.stdout;
     let faults = out.lines().find(|l| l.starts_with("faults ")).unwrap();
     assert!(faults.contains("broker kills 0,"), "{faults}");

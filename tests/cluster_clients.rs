@@ -10,7 +10,7 @@ mod kafka_util;
 
 use std::time::{Duration, Instant};
 
-use common::cluster::{leader, view, Cluster};
+use common::cluster::{leader, wait_known, Cluster};
 use kafka_protocol::messages::*;
 use kafka_protocol::records::Compression;
 use kafka_util::*;
@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 
 const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 const NOT_COORDINATOR: i16 = 16;
+const LEADER_NOT_AVAILABLE: i16 = 5;
 
 fn client() -> reqwest::Client {
     reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap()
@@ -33,28 +34,6 @@ async fn send(c: &reqwest::Client, req: reqwest::RequestBuilder) -> (u16, Value)
 /// The index of a running member other than `not`.
 fn other(c: &Cluster, not: &[usize]) -> usize {
     (0..c.members.len()).find(|i| !not.contains(i) && c.running(*i)).expect("another running member")
-}
-
-/// Waits until every running member knows the leader's addresses (its `raft/about`).
-async fn wait_known(c: &reqwest::Client, cluster: &Cluster, l: usize) {
-    let want = cluster.members[l].id;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let mut all = true;
-        for (i, m) in cluster.members.iter().enumerate() {
-            if !cluster.running(i) || i == l {
-                continue;
-            }
-            let v = view(c, m).await.unwrap_or(Value::Null);
-            let known = v["members"].as_array().into_iter().flatten().any(|x| x["id"] == want && x["http"].is_string());
-            all &= v["leader"] == want && known;
-        }
-        if all {
-            return;
-        }
-        assert!(Instant::now() < deadline, "the members did not learn the leader's addresses within 10 s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -146,7 +125,18 @@ fn kafka_metadata_names_the_leader_and_members_that_do_not_lead_refuse() {
     let mut k = Kafka::connect(cluster.members[l].kafka);
     assert_eq!(k.metadata(&["t"]).topics[0].error_code, 0);
     let mut kf = Kafka::connect(cluster.members[f].kafka);
-    let md = kf.metadata(&["t"]);
+    // The follower answers from what it has applied: the topic appears there a moment later
+    // (LEADER_NOT_AVAILABLE meanwhile, which clients retry).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let md = loop {
+        let md = kf.metadata(&["t"]);
+        if md.topics[0].error_code == 0 {
+            break md;
+        }
+        assert_eq!(md.topics[0].error_code, LEADER_NOT_AVAILABLE, "{md:?}");
+        assert!(Instant::now() < deadline, "the follower never showed the topic: {md:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
     let ids: Vec<i32> = md.brokers.iter().map(|b| b.node_id.0).collect();
     assert_eq!(ids, vec![1, 2, 3], "every member is a broker: {:?}", md.brokers);
     let lb = md.brokers.iter().find(|b| b.node_id.0 == lid).unwrap();

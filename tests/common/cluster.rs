@@ -220,6 +220,28 @@ pub async fn leader(c: &reqwest::Client, cluster: &Cluster, within: Duration) ->
     }
 }
 
+/// Waits until every running member knows the leader's addresses (its `raft/about`).
+pub async fn wait_known(c: &reqwest::Client, cluster: &Cluster, l: usize) {
+    let want = cluster.members[l].id;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut all = true;
+        for (i, m) in cluster.members.iter().enumerate() {
+            if !cluster.running(i) || i == l {
+                continue;
+            }
+            let v = view(c, m).await.unwrap_or(Value::Null);
+            let known = v["members"].as_array().into_iter().flatten().any(|x| x["id"] == want && x["http"].is_string());
+            all &= v["leader"] == want && known;
+        }
+        if all {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the members did not learn the leader's addresses within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The fault shim (crates/faults), built next to the binary by `scripts/test`.
 pub fn shim() -> PathBuf {
     let dir = std::path::Path::new(env!("CARGO_BIN_EXE_baton")).parent().unwrap().to_path_buf();

@@ -199,6 +199,11 @@ pub struct ServeArgs {
     pub raft_election_min_ms: u64,
     #[arg(long, env = "BATON_RAFT_ELECTION_MAX_MS", default_value_t = 800)]
     pub raft_election_max_ms: u64,
+    /// Whether this member stands for election. `false`: it votes, replicates and serves
+    /// (forwarding to the leader) but never leads: a member on a slower machine, or a fixed
+    /// entry point that a fault test never kills.
+    #[arg(long, env = "BATON_RAFT_STAND_FOR_ELECTION", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub raft_stand_for_election: bool,
     /// A leader's write that no majority has committed within this many ms is answered
     /// 503 (outcome unknown) instead of waiting for ever, and the leader rebuilds.
     #[arg(long, env = "BATON_RAFT_COMMIT_TIMEOUT_MS", default_value_t = 5000)]
@@ -406,9 +411,14 @@ async fn start_member(
     node.log.wal.preallocate = cfg.wal_preallocate;
     tracing::info!(node = id, raft = %listen, members = peers.len(), "starting as a cluster member");
     let commit_timeout = Duration::from_millis(a.raft_commit_timeout_ms.max(1));
-    baton_cluster::member::Member::start(cfg, node, peers, commit_timeout)
+    let member = baton_cluster::member::Member::start(cfg, node, peers, commit_timeout)
         .await
-        .map_err(|e| format!("start-up failed: {e}"))
+        .map_err(|e| format!("start-up failed: {e}"))?;
+    if !a.raft_stand_for_election {
+        member.node.raft.runtime_config().elect(false);
+        tracing::info!("this member never stands for election (--raft-stand-for-election false)");
+    }
+    Ok(member)
 }
 
 type KafkaHandle = (tokio::task::JoinHandle<()>, std::sync::Arc<baton_kafka::KafkaStats>);
