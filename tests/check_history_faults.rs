@@ -187,7 +187,7 @@ async fn under_a_failing_fsync_a_push_is_answered_503_and_what_was_answered_201_
     // The push whose sync failed: never 201.
     let (st, v) = push(&api.c, &api.s, "during-0").await;
     assert_eq!(st, 503, "a push whose fdatasync failed was answered {st}: {v}");
-    assert_eq!(v["code"], "unavailable", "{v}");
+    assert_eq!(v["code"], "outcome_unknown", "{v}");
     let (st, h) = api.get("/health").await;
     assert_eq!((st, h["code"].as_str()), (503, Some("storage_failed")), "{h}");
     // Latched: the next one is refused at the door, before anything is planned. The

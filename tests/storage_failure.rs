@@ -121,7 +121,7 @@ async fn full_disk(prealloc: bool) {
     // Latched: health says failed, and later writes are refused even if they are small.
     let h = c.get(format!("http://127.0.0.1:{port}/health")).send().await.unwrap();
     assert_eq!(h.status(), 503);
-    assert_eq!(failure["code"], "unavailable", "{failure}");
+    assert_eq!(failure["code"], "outcome_unknown", "{failure}");
     let r = c
         .post(format!("http://127.0.0.1:{port}/api/v1/push"))
         .json(&json!({"items": [{"queue": "q", "payload": 1}]}))

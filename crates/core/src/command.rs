@@ -38,6 +38,13 @@ impl CoreError {
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Unavailable, "unavailable", message)
     }
+
+    /// The request was planned and handed to the log, and then the log failed, timed out or
+    /// lost its term: it may or may not be carried out (on a single node it may be in the WAL
+    /// a restart replays; on a cluster it may yet commit). Never "ok", never a silent drop.
+    pub fn outcome_unknown(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unavailable, "outcome_unknown", message)
+    }
 }
 
 impl std::fmt::Display for CoreError {

@@ -84,7 +84,7 @@ impl Joined for Frame {
             Err(e) => {
                 self.shared.latch_epoch(self.epoch, e.clone());
                 for r in self.replies {
-                    r(Err(CoreError::unavailable(format!("not durable: {e}"))));
+                    r(Err(CoreError::outcome_unknown(format!("not durable: {e}"))));
                 }
             }
         }

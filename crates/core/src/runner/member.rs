@@ -158,7 +158,7 @@ impl PlannerLoop {
         // is answered from this state again.
         self.flush();
         self.shared.epoch.fetch_add(1, Ordering::AcqRel);
-        let unknown = || CoreError::unavailable("leadership was lost: the outcome of this request is unknown");
+        let unknown = || CoreError::outcome_unknown("leadership was lost: the outcome of this request is unknown");
         let waiting: Vec<_> = self.shared.durable.lock().1.drain(..).map(|(_, r)| r).collect();
         for r in waiting.into_iter().chain(self.parked.drain(..)) {
             r(Err(unknown()));
