@@ -17,98 +17,21 @@ within a bounded time after the leader dies.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
-import subprocess
+import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
 from queen import Queen
 
-from conftest import DEFAULT_BATON_BIN, _free_port, _log_tail
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pylib"))
+from baton_cluster import Members  # noqa: E402
 
 N_PUSHES = 150
 KILL_AFTER = 50
-
-
-def _get(url: str, timeout: float = 1.0):
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return json.loads(r.read() or b"null")
-    except Exception:  # noqa: BLE001
-        return None
-
-
-class Members:
-    def __init__(self, workdir: Path) -> None:
-        self.binary = Path(os.environ.get("BATON_BIN", str(DEFAULT_BATON_BIN)))
-        self.workdir = workdir
-        self.http = [_free_port() for _ in range(3)]
-        self.kafka = [_free_port() for _ in range(3)]
-        raft = [_free_port() for _ in range(3)]
-        self.peers = ",".join(f"{i + 1}=127.0.0.1:{raft[i]}" for i in range(3))
-        self.procs: List[subprocess.Popen] = [None, None, None]  # type: ignore[list-item]
-
-    def url(self, i: int) -> str:
-        return f"http://127.0.0.1:{self.http[i]}"
-
-    def log(self, i: int) -> Path:
-        return self.workdir / f"n{i + 1}.log"
-
-    def start(self, i: int) -> None:
-        cmd = [
-            str(self.binary), "serve",
-            "--node-id", str(i + 1), "--peers", self.peers,
-            "--http-addr", f"127.0.0.1:{self.http[i]}",
-            "--kafka-addr", f"127.0.0.1:{self.kafka[i]}",
-            "--data-dir", str(self.workdir / f"n{i + 1}"),
-        ]
-        with open(self.log(i), "ab") as log:
-            self.procs[i] = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-            )
-
-    def leader(self, within_s: float = 20.0) -> int:
-        deadline = time.monotonic() + within_s
-        while time.monotonic() < deadline:
-            for i in range(3):
-                if self.procs[i] is not None and self.procs[i].poll() is None:
-                    v = _get(f"{self.url(i)}/cluster")
-                    if v and v.get("leading") is True:
-                        return i
-            time.sleep(0.05)
-        raise TimeoutError("no member leads within %.0f s" % within_s)
-
-    def all_know_leader(self, within_s: float = 20.0) -> None:
-        """Every member knows the leader and its HTTP address (so it can forward)."""
-        deadline = time.monotonic() + within_s
-        while time.monotonic() < deadline:
-            views = [_get(f"{self.url(i)}/cluster") for i in range(3)]
-            leaders = {v.get("leader") for v in views if v}
-            if len(leaders) == 1 and all(views):
-                lid = leaders.pop()
-                if all(any(m["id"] == lid and m.get("http") for m in v["members"]) for v in views):
-                    return
-            time.sleep(0.05)
-        raise TimeoutError("the members did not agree on a leader's address")
-
-    def kill(self, i: int) -> None:
-        os.killpg(self.procs[i].pid, signal.SIGKILL)
-        self.procs[i].wait(timeout=10)
-        self.procs[i] = None
-
-    def stop_all(self) -> None:
-        for p in self.procs:
-            if p is not None and p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait(timeout=10)
 
 
 @pytest.fixture
@@ -116,11 +39,8 @@ def members(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     if os.environ.get("BATON_URL"):
         pytest.skip("the cluster test starts its own members")
     m = Members(tmp_path_factory.mktemp("cluster"))
-    for i in range(3):
-        m.start(i)
     try:
-        m.leader()
-        m.all_know_leader()
+        m.start_all()
         yield m
     finally:
         m.stop_all()
@@ -128,7 +48,7 @@ def members(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             rep = getattr(request.node, f"rep_{phase}", None)
             if rep is not None and rep.failed:
                 for i in range(3):
-                    print(f"\n--- member {i + 1} log ---\n{_log_tail(m.log(i), 40)}")
+                    print(f"\n--- member {i + 1} log ---\n{m.log_tail(i)}")
 
 
 def test_queen_client_with_three_urls_survives_a_leader_kill(members: Members) -> None:
