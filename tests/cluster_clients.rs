@@ -164,3 +164,28 @@ fn kafka_metadata_names_the_leader_and_members_that_do_not_lead_refuse() {
     assert_eq!(k.produce("t", 0, b, -1).error_code, 0);
     assert_eq!(records(&k.fetch("t", 0, 0, 0).records.unwrap()).len(), 1);
 }
+
+/// A member that stops does not hold its shutdown for a long poll it forwarded to the
+/// leader (up to its 30 s wait): the poll is answered `503 outcome_unknown` at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_member_does_not_wait_for_a_long_poll_it_forwarded() {
+    let mut cluster = Cluster::start(&[]);
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(40)).build().unwrap();
+    let l = leader(&c, &cluster, Duration::from_secs(20)).await;
+    wait_known(&c, &cluster, l).await;
+    let f = other(&cluster, &[l]);
+    let url = cluster.members[f].url("/api/v1/pop/queue/empty?wait=true&timeout=30000");
+    let poll = tokio::spawn({
+        let c = c.clone();
+        async move {
+            let r = c.get(url).send().await.expect("the stopping member answers the poll");
+            (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let took = tokio::task::block_in_place(|| cluster.terminate(f));
+    let (st, v) = poll.await.unwrap();
+    assert_eq!((st, v["code"].as_str()), (503, Some("outcome_unknown")), "{v}");
+    assert!(took < Duration::from_secs(10), "the member took {took:?} to stop");
+    cluster.stop_all();
+}

@@ -183,6 +183,20 @@ impl Cluster {
         }
     }
 
+    /// SIGTERM member `i` and wait (at most 60 s) for it to exit; how long that took.
+    pub fn terminate(&mut self, i: usize) -> Duration {
+        let t0 = Instant::now();
+        self.members[i].signal(libc::SIGTERM);
+        if let Some(mut c) = self.members[i].child.take() {
+            while c.try_wait().ok().flatten().is_none() && t0.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        t0.elapsed()
+    }
+
     pub fn running(&self, i: usize) -> bool {
         self.members[i].child.is_some()
     }

@@ -8,7 +8,8 @@
 //! not lead answers `503 not_leader` itself, so two members that each think the other leads
 //! cannot bounce a request between them), the bounds (connect timeout, the longest a
 //! forwarded request may take) and what a failed hop answers. Must never buffer a body (both
-//! directions are streamed; the leader applies its own body limit) and never turn a failure
+//! directions are streamed; the leader applies its own body limit), never hold a stopping
+//! member's shutdown for a forwarded long poll, and never turn a failure
 //! after the request may have reached the leader into anything but "outcome unknown".
 
 use crate::error::ApiError;
@@ -132,6 +133,11 @@ pub(crate) async fn forward(State(app): State<App>, req: Request, next: Next) ->
                 Err(e) if e.is_connect() => unreachable(fw, leader, &addr, e.to_string()),
                 Err(e) => unknown(fw, leader, &addr, format!("the connection to it failed: {e}")),
             },
+            // A member that is stopping does not hold its shutdown for a long poll it
+            // forwarded (up to `max_wait_ms`): what the leader did with it is unknown.
+            _ = app.shutdown.triggered() => {
+                return unknown(fw, leader, &addr, "this member is stopping".to_string())
+            }
             _ = &mut deadline => {
                 return unknown(fw, leader, &addr, format!("it did not answer within {:?}", fw.cfg.answer_timeout))
             }
