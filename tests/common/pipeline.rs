@@ -21,23 +21,8 @@ pub fn count(out: &str, name: &str) -> u64 {
         .unwrap_or_else(|e| panic!("line {name:?}: {e}\n{out}"))
 }
 
-pub const VIOLATIONS: &[&str] = &[
-    "missing",
-    "duplicated",
-    "reordered",
-    "corrupted",
-    "rolled_back_output",
-    "torn",
-    "unacked_with_output",
-    "redelivered",
-    "stale_commit",
-    "input_lost",
-    "input_duplicated",
-    "input_reordered",
-    "foreign",
-    "phantom",
-    "undelivered",
-];
+/// The verifier's own list of violation kinds, each a report line that must read 0.
+pub use baton_check::history::KINDS as VIOLATIONS;
 
 pub fn assert_exactly_once(r: &Run, messages: u64) {
     let out = &r.stdout;

@@ -18,6 +18,7 @@ Other knobs: BATON_HEALTH_TIMEOUT (seconds, default 20).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 import pytest
+import contextlib
+from queen import Queen
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BATON_BIN = REPO_ROOT / "target" / "release" / "baton"
@@ -180,3 +183,23 @@ def baton_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         if _test_failed(request):
             print(f"\n--- baton log ({log_path}), last {LOG_TAIL_LINES} lines ---")
             print(_log_tail(log_path))
+
+
+@contextlib.asynccontextmanager
+async def open_queen(*args, **kwargs):
+    """A Queen client built with the client's own arguments (one URL, or `urls=[...]`
+    and the rest).
+
+    Queen() installs SIGINT/SIGTERM handlers and close() resets them to
+    SIG_DFL, which would break pytest's Ctrl-C handling, so they are restored.
+    """
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    queen = Queen(*args, **kwargs)
+    try:
+        yield queen
+    finally:
+        try:
+            await asyncio.wait_for(queen.close(), 35)
+        finally:
+            for sig, handler in saved.items():
+                signal.signal(sig, handler)

@@ -25,7 +25,9 @@ import uuid
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Optional
 
 import pytest
-from queen import Queen
+from queen import Queen  # noqa: F401  (the client under test)
+
+from conftest import open_queen
 
 SCENARIO_TIMEOUT_S = 90.0
 POLL_MS = 1000  # long-poll timeout used by the tests' pops and consumers
@@ -43,25 +45,6 @@ def run(coro: Awaitable[Any], timeout_s: float = SCENARIO_TIMEOUT_S) -> Any:
         return await asyncio.wait_for(coro, timeout_s)
 
     return asyncio.run(bounded())
-
-
-@contextlib.asynccontextmanager
-async def open_queen(url: str) -> AsyncIterator[Queen]:
-    """A Queen client with default settings.
-
-    Queen() installs SIGINT/SIGTERM handlers and close() resets them to
-    SIG_DFL, which would break pytest's Ctrl-C handling, so they are restored.
-    """
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    queen = Queen(url)
-    try:
-        yield queen
-    finally:
-        try:
-            await asyncio.wait_for(queen.close(), 35)
-        finally:
-            for sig, handler in saved.items():
-                signal.signal(sig, handler)
 
 
 def qname(tag: str) -> str:

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sys
 import time
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
-from queen import Queen
+from conftest import open_queen
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pylib"))
 from baton_cluster import Members  # noqa: E402
@@ -53,8 +52,7 @@ def members(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 def test_queen_client_with_three_urls_survives_a_leader_kill(members: Members) -> None:
     async def scenario() -> Dict[str, float]:
-        saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-        queen = Queen(
+        client = dict(
             urls=[members.url(i) for i in range(3)],
             load_balancing_strategy="round-robin",
             enable_failover=True,
@@ -65,7 +63,7 @@ def test_queen_client_with_three_urls_survives_a_leader_kill(members: Members) -
         answered: List[str] = []
         killed_at = None
         first_after_kill = None
-        try:
+        async with open_queen(**client) as queen:
             res = await queen.queue(q).create()
             assert res.get("configured") is True, res
             for n in range(N_PUSHES):
@@ -100,12 +98,6 @@ def test_queen_client_with_three_urls_survives_a_leader_kill(members: Members) -
             )
             assert len(got) == N_PUSHES
             return {"first_after_kill_s": first_after_kill or -1.0}
-        finally:
-            try:
-                await asyncio.wait_for(queen.close(), 35)
-            finally:
-                for sig, handler in saved.items():
-                    signal.signal(sig, handler)
 
     out = asyncio.run(asyncio.wait_for(scenario(), 120))
     print(f"leader SIGKILL -> next push the client saw succeed: {out['first_after_kill_s']:.2f} s")

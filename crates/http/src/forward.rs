@@ -156,21 +156,13 @@ const LEADER_CHECK: Duration = Duration::from_millis(100);
 /// Nothing reached the leader: safe to retry anywhere.
 fn unreachable(fw: &Forwarder, leader: u64, addr: &str, why: String) -> Response {
     fw.stats.connect_failed.fetch_add(1, Relaxed);
-    ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "leader_unreachable",
-        format!("this member does not lead; forwarding to the leader, node {leader} at {addr}, failed before anything was sent ({why}); retry"),
-    )
-    .into_response()
+    let msg = format!("this member does not lead; forwarding to the leader, node {leader} at {addr}, failed before anything was sent ({why}); retry");
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "leader_unreachable", msg).into_response()
 }
 
 /// The request may have reached the leader and been carried out.
 fn unknown(fw: &Forwarder, leader: u64, addr: &str, why: String) -> Response {
     fw.stats.unknown.fetch_add(1, Relaxed);
-    ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "outcome_unknown",
-        format!("the request was forwarded to the leader, node {leader} at {addr}, and {why}: the outcome of this request is unknown"),
-    )
-    .into_response()
+    let msg = format!("the request was forwarded to the leader, node {leader} at {addr}, and {why}: the outcome of this request is unknown");
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "outcome_unknown", msg).into_response()
 }
