@@ -88,9 +88,63 @@ async fn ask(client: &reqwest::Client, addr: &str) -> Result<About, String> {
     if r.content_length().is_some_and(|n| n > MAX_ABOUT_BYTES as u64) {
         return Err(format!("the answer is over {MAX_ABOUT_BYTES} bytes"));
     }
-    let bytes = r.bytes().await.map_err(|e| e.to_string())?;
-    if bytes.len() > MAX_ABOUT_BYTES {
-        return Err(format!("the answer is over {MAX_ABOUT_BYTES} bytes"));
+    // Read chunk by chunk: an undeclared (chunked) body is cut at the bound, never buffered whole.
+    let mut r = r;
+    let mut bytes = Vec::new();
+    while let Some(chunk) = r.chunk().await.map_err(|e| e.to_string())? {
+        if bytes.len() + chunk.len() > MAX_ABOUT_BYTES {
+            return Err(format!("the answer is over {MAX_ABOUT_BYTES} bytes"));
+        }
+        bytes.extend_from_slice(&chunk);
     }
     serde_json::from_slice(&bytes).map_err(|e| format!("the answer is not a map of strings: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A peer that answers `/raft/about` without a declared length: `body` whole, or (with
+    /// `chunks` > 0) that many 64 KiB chunks of padding and then never the end.
+    async fn peer(chunks: usize, body: &'static str) -> String {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf).await;
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n").await;
+            if chunks == 0 {
+                let _ = s.write_all(format!("{:x}\r\n{body}\r\n0\r\n\r\n", body.len()).as_bytes()).await;
+                return;
+            }
+            let chunk = vec![b' '; 64 << 10];
+            for _ in 0..chunks {
+                let head = format!("{:x}\r\n", chunk.len());
+                if s.write_all(head.as_bytes()).await.is_err()
+                    || s.write_all(&chunk).await.is_err()
+                    || s.write_all(b"\r\n").await.is_err()
+                {
+                    return;
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn an_undeclared_answer_over_the_bound_is_refused_unread() {
+        let c = reqwest::Client::new();
+        let addr = peer(0, r#"{"http":"127.0.0.1:6641"}"#).await;
+        assert_eq!(ask(&c, &addr).await.unwrap().get("http").map(String::as_str), Some("127.0.0.1:6641"));
+        // Past the bound, and the rest never comes: refused at the bound, not read to the end.
+        let addr = peer(2, "").await;
+        let e = tokio::time::timeout(std::time::Duration::from_secs(5), ask(&c, &addr))
+            .await
+            .expect("refused at the bound, without waiting for the end of the body")
+            .unwrap_err();
+        assert!(e.contains("over 4096 bytes"), "{e}");
+    }
 }
