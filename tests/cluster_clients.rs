@@ -163,6 +163,26 @@ fn kafka_metadata_names_the_leader_and_members_that_do_not_lead_refuse() {
     // The leader stores; what it stored is committed, and fetched from it.
     assert_eq!(k.produce("t", 0, b, -1).error_code, 0);
     assert_eq!(records(&k.fetch("t", 0, 0, 0).records.unwrap()).len(), 1);
+
+    // A producer id asked of a follower comes from the leader (librdkafka asks any broker,
+    // and kept asking a follower that refused): distinct ids, each one the leader knows.
+    let init = |k: &mut Kafka| -> InitProducerIdResponse {
+        k.call(ApiKey::InitProducerId, 4, &InitProducerIdRequest::default().with_transaction_timeout_ms(60_000))
+    };
+    let (a, b2) = (init(&mut kf), init(&mut kf));
+    assert_eq!((a.error_code, b2.error_code), (0, 0), "{a:?} {b2:?}");
+    assert!(a.producer_id.0 >= 0 && a.producer_id.0 != b2.producer_id.0, "{a:?} {b2:?}");
+    let idem = batch(&[b"y"], Compression::None, Some((b2.producer_id.0, b2.producer_epoch, 0)));
+    assert_eq!(k.produce("t", 0, idem.clone(), -1).error_code, 0, "the leader takes the follower's producer id");
+    assert_eq!(k.produce("t", 0, idem, -1).error_code, 0, "a resend of the same sequence is a duplicate, answered ok");
+    assert_eq!(records(&k.fetch("t", 0, 0, 0).records.unwrap()).len(), 2, "stored once");
+    // A transactional id is still refused, wherever it is asked.
+    let tx: InitProducerIdResponse = kf.call(
+        ApiKey::InitProducerId,
+        4,
+        &InitProducerIdRequest::default().with_transactional_id(Some(TransactionalId(name("tx")))),
+    );
+    assert_ne!(tx.error_code, 0);
 }
 
 /// A member that stops does not hold its shutdown for a long poll it forwarded to the

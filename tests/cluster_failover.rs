@@ -7,12 +7,11 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::cluster::{leader, Cluster};
+use common::cluster::{leader, partition_files, Cluster};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
@@ -99,27 +98,6 @@ fn judge(outcomes: &[(String, Instant, bool)], got: &[String]) {
     let lost: Vec<&&str> =
         pushed.iter().filter(|(_, ok)| **ok).map(|(id, _)| id).filter(|id| !seen.contains(**id)).collect();
     assert!(lost.is_empty(), "answered 201 but lost: {lost:?}");
-}
-
-/// Every file under `partitions/` of each member, by relative path, with its bytes.
-fn partition_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let root = dir.join("partitions");
-    let mut stack = vec![root.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.file_name().is_some_and(|n| n == ".spare") {
-                continue;
-            }
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(p.strip_prefix(&root).unwrap().display().to_string(), std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

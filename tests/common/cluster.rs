@@ -3,6 +3,7 @@
 //! start it again on the same directory and ports.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -229,7 +230,18 @@ pub async fn leader(c: &reqwest::Client, cluster: &Cluster, within: Duration) ->
                 return i;
             }
         }
-        assert!(Instant::now() < deadline, "no member leads within {within:?}");
+        if Instant::now() > deadline {
+            let tails: Vec<String> = cluster
+                .members
+                .iter()
+                .map(|m| {
+                    let log = m.log();
+                    let lines: Vec<&str> = log.lines().rev().take(25).collect();
+                    format!("member {}:\n{}", m.id, lines.into_iter().rev().collect::<Vec<_>>().join("\n"))
+                })
+                .collect();
+            panic!("no member leads within {within:?}; the members' last log lines:\n{}", tails.join("\n"));
+        }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -265,4 +277,25 @@ pub fn shim() -> PathBuf {
         .max()
         .map(|(_, p)| p)
         .unwrap_or_else(|| panic!("no libbaton_faults.so in {}: cargo build --release -p baton-faults", dir.display()))
+}
+
+/// Every file under `partitions/` of each member, by relative path, with its bytes.
+pub fn partition_files(dir: &std::path::Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let root = dir.join("partitions");
+    let mut stack = vec![root.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.file_name().is_some_and(|n| n == ".spare") {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.strip_prefix(&root).unwrap().display().to_string(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
 }

@@ -11,3 +11,4 @@ pub mod applier;
 pub mod member;
 pub mod ops;
 pub mod raft_log;
+pub mod snapshot;

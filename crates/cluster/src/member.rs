@@ -28,6 +28,7 @@ pub struct Member {
     pub node: Arc<Node<EngineApplier>>,
     pub log: Arc<RaftLog>,
     watch: JoinHandle<()>,
+    compact: JoinHandle<()>,
 }
 
 /// Replays are read and handed over this many entries at a time.
@@ -45,20 +46,27 @@ impl Member {
     ) -> Result<Member, String> {
         let id = node_cfg.id;
         let log = Arc::new(RaftLog::new(commit_timeout));
+        let data_dir = engine_cfg.data_dir.clone();
         let engine = tokio::task::block_in_place(|| Engine::start_member(engine_cfg, log.clone()))?;
-        let node = Arc::new(Node::start(node_cfg, EngineApplier { engine: engine.clone() }).await?);
+        let links = node_cfg.dir.join("snapshot-files");
+        let applier = EngineApplier { engine: engine.clone(), data_dir, links };
+        let node = Arc::new(tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(Node::start(node_cfg, applier))
+        })?);
         log.connect(node.raft.clone());
         if peers.keys().next() == Some(&id) && !node.raft.is_initialized().await.map_err(|e| e.to_string())? {
             node.initialize(&peers).await?;
             tracing::info!(members = peers.len(), "initialized a new cluster");
         }
         let watch = tokio::spawn(follow(id, engine.clone(), Arc::clone(&node), Arc::clone(&log)));
-        Ok(Member { id, engine, node, log, watch })
+        let compact = tokio::spawn(compact(Arc::clone(&node), Arc::clone(&log)));
+        Ok(Member { id, engine, node, log, watch, compact })
     }
 
     /// Stops following leadership, then Raft, then the engine.
     pub async fn shutdown(self) {
         self.watch.abort();
+        self.compact.abort();
         self.log.disarm();
         match Arc::try_unwrap(self.node) {
             Ok(node) => node.shutdown().await,
@@ -124,6 +132,22 @@ async fn follow(id: NodeId, engine: Engine, node: Arc<Node<EngineApplier>>, log:
         }
         // Woken by a change of the metrics, and at least every 50 ms to see a lost proposal.
         let _ = tokio::time::timeout(Duration::from_millis(50), metrics.changed()).await;
+    }
+}
+
+/// Each checkpoint the engine makes becomes this member's Raft snapshot, and the log
+/// before it (less what is kept for followers a little behind) goes (D43).
+async fn compact(node: Arc<Node<EngineApplier>>, log: Arc<RaftLog>) {
+    let mut last = 0;
+    loop {
+        log.checkpointed.notified().await;
+        let at = log.checkpoint_index();
+        if at > last {
+            last = at;
+            if node.raft.trigger().snapshot().await.is_err() {
+                return;
+            }
+        }
     }
 }
 

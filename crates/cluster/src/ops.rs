@@ -76,6 +76,8 @@ impl Member {
             "leader": m.current_leader,
             "lastLogIndex": m.last_log_index,
             "lastApplied": m.last_applied.map(|l| l.index),
+            "snapshotIndex": m.snapshot.map(|l| l.index),
+            "purgedIndex": m.purged.map(|l| l.index),
             "millisSinceQuorumAck": m.millis_since_quorum_ack,
             "members": members,
             "followers": followers,
@@ -112,6 +114,18 @@ impl Member {
             "baton_raft_last_applied_index",
             "The last entry this member applied.",
             m.last_applied.map_or(0, |l| l.index),
+        );
+        gauge(
+            out,
+            "baton_raft_snapshot_index",
+            "The last entry this member's snapshot (its engine's last checkpoint) covers (D43).",
+            m.snapshot.map_or(0, |l| l.index),
+        );
+        gauge(
+            out,
+            "baton_raft_purged_index",
+            "The last entry purged from this member's Raft log (0: none yet).",
+            m.purged.map_or(0, |l| l.index),
         );
         gauge(
             out,

@@ -42,6 +42,10 @@ pub struct RaftLog {
     /// A proposal not committed within this long is answered "unknown" (and the term taken
     /// as lost): a leader cut off from its majority must not hold requests for ever.
     commit_timeout: Duration,
+    /// The index of the engine's last durable checkpoint, and a wake-up for the task that
+    /// makes it this member's Raft snapshot (D43).
+    checkpoint: AtomicU64,
+    pub checkpointed: tokio::sync::Notify,
 }
 
 impl RaftLog {
@@ -53,7 +57,14 @@ impl RaftLog {
             lost: Arc::new(AtomicBool::new(false)),
             proposed: AtomicU64::new(0),
             commit_timeout,
+            checkpoint: AtomicU64::new(0),
+            checkpointed: tokio::sync::Notify::new(),
         }
+    }
+
+    /// The index of the engine's last durable checkpoint this run.
+    pub fn checkpoint_index(&self) -> u64 {
+        self.checkpoint.load(Ordering::Acquire)
     }
 
     /// Starts the proposing and completing tasks on this runtime, for `raft`. Once.
@@ -136,8 +147,12 @@ impl Log for RaftLog {
         index
     }
 
-    /// Raft's log is compacted by snapshots, which members do not build yet (D40).
-    fn truncate_before(&self, _index: u64) {}
+    /// The engine's checkpoint through `index - 1` is durable: Raft's log is compacted by
+    /// a snapshot of it (D43), which the member's compaction task asks openraft for.
+    fn truncate_before(&self, index: u64) {
+        self.checkpoint.fetch_max(index.saturating_sub(1), Ordering::AcqRel);
+        self.checkpointed.notify_one();
+    }
 
     fn failure(&self) -> Option<String> {
         None

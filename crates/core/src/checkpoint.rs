@@ -347,6 +347,12 @@ fn load(dir: &Path) -> Result<Option<State>, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("read {}: {e}", path.display())),
     };
+    decode(&bytes, &path).map(Some)
+}
+
+/// A checkpoint's bytes as recovery judges them (magic, CRC, decode); `path` names them in
+/// errors.
+pub(crate) fn decode(bytes: &[u8], path: &Path) -> Result<State, String> {
     if let Some(v) = OLD_MAGICS.iter().position(|m| bytes.len() >= 12 && &bytes[..8] == *m) {
         return Err(format!(
             "{} was written by an older Baton (checkpoint format {}); this build reads format 4 only: \
@@ -362,7 +368,7 @@ fn load(dir: &Path) -> Result<Option<State>, String> {
     if crc32c::crc32c(&bytes[12..]) != crc {
         return Err(format!("{} is damaged (crc mismatch)", path.display()));
     }
-    bincode::deserialize(&bytes[12..]).map(Some).map_err(|e| format!("decode {}: {e}", path.display()))
+    bincode::deserialize(&bytes[12..]).map_err(|e| format!("decode {}: {e}", path.display()))
 }
 
 /// Rebuild the state from disk; returns it with the next WAL index.

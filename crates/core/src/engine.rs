@@ -249,9 +249,18 @@ pub(crate) enum Cmd {
     Promote(String, std::sync::mpsc::Sender<u64>),
     /// This member no longer leads: refuse client requests, naming who does.
     Demote(String),
-    /// Throw the state away and load the checkpoint again; answers its index.
-    Rebuild(std::sync::mpsc::Sender<Result<u64, String>>),
+    /// Throw the state away and load the checkpoint again (after installing what is staged,
+    /// with `Reload::Install`); answers its index.
+    Rebuild(Reload, std::sync::mpsc::Sender<Result<u64, String>>),
     Shutdown(std::sync::mpsc::Sender<()>),
+}
+
+/// Where a rebuilt state comes from.
+pub(crate) enum Reload {
+    /// The member's own checkpoint (after a lost term, D40).
+    Checkpoint,
+    /// A snapshot's state staged by [`crate::install`] (D43), committed first.
+    Install,
 }
 
 #[derive(Clone)]
@@ -286,6 +295,8 @@ impl Engine {
         cfg.limits.validate()?;
         // Before recovery reads or cuts anything.
         let lock = Arc::new(crate::dirlock::DirLock::acquire(&cfg.data_dir)?);
+        // A snapshot's install that a crash interrupted is finished (or thrown away) first.
+        crate::install::roll_forward(&cfg.data_dir)?;
         checkpoint::sync_left_behind(&cfg.data_dir)?;
         let (state, next_index) = open_state(&cfg, member.is_none().then_some(&wal_cfg))?;
         let standalone = member.is_none();
@@ -379,8 +390,19 @@ impl Engine {
     /// checkpoint again and answers its index: the caller then replays the committed frames
     /// after it through [`Engine::apply_committed`] (D40). Blocks for the reload.
     pub fn rebuild(&self) -> Result<u64, String> {
+        self.reload(Reload::Checkpoint)
+    }
+
+    /// Throws the state away and puts the snapshot staged under the data directory
+    /// ([`crate::install::begin_staging`]) in its place (D43): committed, moved in, loaded.
+    /// Answers the installed state's index. A member only, while it does not lead.
+    pub fn install(&self) -> Result<u64, String> {
+        self.reload(Reload::Install)
+    }
+
+    fn reload(&self, from: Reload) -> Result<u64, String> {
         let (tx, rx) = std::sync::mpsc::channel();
-        self.tx.send(Cmd::Rebuild(tx)).map_err(|_| "the engine is shutting down".to_string())?;
+        self.tx.send(Cmd::Rebuild(from, tx)).map_err(|_| "the engine is shutting down".to_string())?;
         rx.recv().map_err(|_| "the engine is shutting down".to_string())?
     }
 

@@ -15,6 +15,7 @@ pub mod failpoint;
 pub mod files;
 pub mod index;
 pub mod inspect;
+pub mod install;
 pub mod kafka_ops;
 pub mod kv;
 pub mod limits;

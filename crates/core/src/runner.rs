@@ -417,7 +417,7 @@ impl PlannerLoop {
                 let _ = reply.send(query::fetch(&self.p.state, reqs));
             }
             Cmd::Shutdown(_) => unreachable!("handled by the loop"),
-            Cmd::Apply(..) | Cmd::Barrier(_) | Cmd::Promote(..) | Cmd::Demote(_) | Cmd::Rebuild(_) => {
+            Cmd::Apply(..) | Cmd::Barrier(_) | Cmd::Promote(..) | Cmd::Demote(_) | Cmd::Rebuild(..) => {
                 unreachable!("handled by member_cmd")
             }
         }
@@ -439,7 +439,7 @@ impl PlannerLoop {
                 }
             }
             if !files.is_empty() || !tails.is_empty() {
-                let _ = self.writeback.send((files, tails));
+                let _ = self.writeback.send((files, tails, None));
             }
             self.p.state.confirm_index_writes();
         }
@@ -607,16 +607,18 @@ const KV_SWEEP_PER_TICK: usize = 10_000;
 
 /// What the sweep hands the writeback thread each second: files to start writeback of,
 /// and index records to write (D31).
-type Writeback = (Vec<Arc<std::fs::File>>, Vec<crate::store::TailWrite>);
+/// The third part, when there, is answered once everything sent before it is done (a
+/// rebuild waits for it: nothing of a thrown-away state may be written after it).
+type Writeback = (Vec<Arc<std::fs::File>>, Vec<crate::store::TailWrite>, Option<std::sync::mpsc::Sender<()>>);
 
 /// The thread that writes the sweep's index records and starts writeback of partition
 /// files every second, off the planner. A record it fails to write stays in its tail on
 /// the planner, and the next checkpoint writes it.
-fn spawn_writeback(store: Arc<crate::files::Store>) -> std::sync::mpsc::Sender<Writeback> {
+pub(super) fn spawn_writeback(store: Arc<crate::files::Store>) -> std::sync::mpsc::Sender<Writeback> {
     let (tx, rx) = std::sync::mpsc::channel::<Writeback>();
     let spawned = std::thread::Builder::new().name("baton-writeback".into()).spawn(move || {
         baton_log::priority::lower_this_thread();
-        for (files, tails) in rx {
+        for (files, tails, done) in rx {
             for t in tails {
                 if let Err(e) = t.write(&store) {
                     tracing::debug!(path = %t.path().display(), error = %e, "index records left to the checkpoint");
@@ -624,6 +626,9 @@ fn spawn_writeback(store: Arc<crate::files::Store>) -> std::sync::mpsc::Sender<W
             }
             for f in files {
                 crate::store::start_writeback(&f);
+            }
+            if let Some(done) = done {
+                let _ = done.send(());
             }
         }
     });
@@ -691,6 +696,6 @@ fn fail_cmd(cmd: Cmd, e: CoreError) {
         Cmd::Timers(_, r) => drop(r.send(Err(e))),
         Cmd::Query(_, r) => drop(r.send(Err(e))),
         Cmd::Fetch(..) | Cmd::Shutdown(_) => {}
-        Cmd::Apply(..) | Cmd::Barrier(_) | Cmd::Promote(..) | Cmd::Demote(_) | Cmd::Rebuild(_) => {}
+        Cmd::Apply(..) | Cmd::Barrier(_) | Cmd::Promote(..) | Cmd::Demote(_) | Cmd::Rebuild(..) => {}
     }
 }

@@ -193,3 +193,12 @@ pub(crate) fn build_groups(cfg: &HttpConfig, items: Vec<PushItem<'_>>) -> Result
     }
     Ok(groups)
 }
+
+/// `POST /api/v1/kafka/producer-id`: a new idempotent-producer id, as Kafka's InitProducerId
+/// gives one (epoch 0). A cluster member that does not lead forwards this to the leader like
+/// every data-plane request, which is how its Kafka listener answers InitProducerId (D43's
+/// follow-up to D42): the id is planned, and replicated, by the leader only.
+pub async fn producer_id(State(app): State<App>) -> Result<Response, ApiError> {
+    let id = app.engine.init_producer().await?;
+    Ok(Json(serde_json::json!({"producerId": id, "producerEpoch": 0})).into_response())
+}

@@ -35,6 +35,21 @@ impl Topology {
     }
 }
 
+/// Asks the leader for a new idempotent-producer id (the server does it over the leader's
+/// HTTP listener); a member that does not lead answers InitProducerId with it, since
+/// librdkafka asks any broker for one and keeps asking the same one (D42).
+#[derive(Clone)]
+pub struct LeaderProducerId(pub Arc<dyn Fn() -> ProducerIdAnswer + Send + Sync>);
+
+/// The leader's answer to one ask: a producer id, or why there is none.
+pub type ProducerIdAnswer = std::pin::Pin<Box<dyn std::future::Future<Output = Result<i64, String>> + Send>>;
+
+impl std::fmt::Debug for LeaderProducerId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LeaderProducerId")
+    }
+}
+
 /// Reads the member's topology; set by the server on a cluster member.
 #[derive(Clone)]
 pub struct ClusterTopology(pub Arc<dyn Fn() -> Topology + Send + Sync>);
@@ -81,8 +96,10 @@ pub(crate) fn refuse_unless_leading(ctx: &Ctx, req: &RequestKind, version: i16) 
         | Q::OffsetFetch(_)
         | Q::DescribeGroups(_)
         | Q::ListGroups(_)
-        | Q::DeleteGroups(_)
-        | Q::InitProducerId(_) => NOT_COORDINATOR,
+        | Q::DeleteGroups(_) => NOT_COORDINATOR,
+        // The leader gives the id (`LeaderProducerId`); without a way to ask it, refused.
+        Q::InitProducerId(_) if ctx.cfg.leader_producer_id.is_some() => return None,
+        Q::InitProducerId(_) => NOT_COORDINATOR,
         Q::CreateTopics(_) | Q::DeleteTopics(_) | Q::CreatePartitions(_) => NOT_CONTROLLER,
         _ => return None,
     };

@@ -31,11 +31,14 @@ pub struct NodeConfig {
     /// A follower that hears no leader for a random time in this range stands for election.
     pub election: (Duration, Duration),
     /// Build a snapshot once this many entries were applied since the last one; `None`:
-    /// never (the state machine cannot make one yet).
+    /// only when asked (a member asks after each checkpoint of its engine, D43).
     pub snapshot_every: Option<u64>,
     /// Entries kept in the log behind a snapshot, for followers a little behind.
     pub keep_behind_snapshot: u64,
     pub max_rpc_bytes: usize,
+    /// How long a leader waits for a follower to take one chunk of a snapshot; the last
+    /// chunk's answer waits for the install (a whole state written out, D43).
+    pub install_timeout: Duration,
     pub log: LogStoreConfig,
     /// What this member tells the others about itself at `/raft/about` (its HTTP and Kafka
     /// addresses, D42).
@@ -55,6 +58,7 @@ impl NodeConfig {
             snapshot_every: Some(100_000),
             keep_behind_snapshot: 10_000,
             max_rpc_bytes: network::DEFAULT_MAX_RPC_BYTES,
+            install_timeout: Duration::from_secs(60),
             about: About::new(),
         }
     }
@@ -68,6 +72,7 @@ impl NodeConfig {
             election_timeout_max: ms(self.election.1),
             snapshot_policy: self.snapshot_every.map_or(SnapshotPolicy::Never, SnapshotPolicy::LogsSinceLast),
             max_in_snapshot_log_to_keep: self.keep_behind_snapshot,
+            install_snapshot_timeout: ms(self.install_timeout),
             ..Default::default()
         };
         Ok(Arc::new(cfg.validate().map_err(|e| format!("raft settings: {e}"))?))

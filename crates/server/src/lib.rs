@@ -208,6 +208,10 @@ pub struct ServeArgs {
     /// 503 (outcome unknown) instead of waiting for ever, and the leader rebuilds.
     #[arg(long, env = "BATON_RAFT_COMMIT_TIMEOUT_MS", default_value_t = 5000)]
     pub raft_commit_timeout_ms: u64,
+    /// Raft entries a member keeps behind its snapshot (its last checkpoint), so a follower a
+    /// little behind catches up from the log rather than from a whole snapshot (D43).
+    #[arg(long, env = "BATON_RAFT_KEEP_ENTRIES", default_value_t = 10_000)]
+    pub raft_keep_entries: u64,
     /// Log filter (tracing env-filter syntax).
     #[arg(long, env = "BATON_LOG", default_value = "info")]
     pub log: String,
@@ -329,7 +333,15 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
             answer_timeout: Duration::from_millis(http.max_wait_ms + a.raft_commit_timeout_ms) + Duration::from_secs(5),
         });
         let node = m.node.clone();
-        topology = Some(baton_kafka::ClusterTopology(Arc::new(move || kafka_topology(&node))));
+        let asks = m.node.clone();
+        let me = m.id;
+        topology = Some((
+            baton_kafka::ClusterTopology(Arc::new(move || kafka_topology(&node))),
+            baton_kafka::LeaderProducerId(Arc::new(move || {
+                let leader = Member::leader_addr(&asks, "http");
+                Box::pin(leader_producer_id(me, leader))
+            })),
+        ));
         let (node, engine) = (m.node.clone(), m.engine.clone());
         raft_metrics = Some(move |out: &mut String| Member::render_metrics(&node, &engine, out));
     }
@@ -399,8 +411,9 @@ async fn start_member(
     let mut node = baton_replicate::node::NodeConfig::new(id, a.data_dir.join("raft"), listen);
     node.heartbeat = Duration::from_millis(a.raft_heartbeat_ms.max(1));
     node.election = (Duration::from_millis(a.raft_election_min_ms), Duration::from_millis(a.raft_election_max_ms));
-    // Members catch up from the whole log until their state can be sent as a snapshot (D40).
+    // A member's snapshot is its engine's checkpoint, asked for after each one (D43).
     node.snapshot_every = None;
+    node.keep_behind_snapshot = a.raft_keep_entries;
     let (_, kafka_host, kafka_port) = kafka_addrs(a)?;
     if kafka_port == 0 {
         return Err("a cluster member's Kafka port must be fixed (--kafka-addr or --kafka-advertised-addr): the other members name it".into());
@@ -441,6 +454,25 @@ fn kafka_addrs(a: &ServeArgs) -> Result<(SocketAddr, String, u16), String> {
     Ok((addr, host, port))
 }
 
+/// A new producer id from the leader, over its HTTP listener (a member's Kafka listener
+/// answers InitProducerId with it while this member does not lead). Marked as forwarded,
+/// so a member that does not lead either answers `not_leader` instead of passing it on.
+async fn leader_producer_id(me: u64, leader: Option<(u64, String)>) -> Result<i64, String> {
+    let (_, addr) = leader.ok_or("no leader is known")?;
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().map_err(|e| e.to_string())?;
+    let r = c
+        .post(format!("http://{addr}/api/v1/kafka/producer-id"))
+        .header("x-baton-forwarded-by", me.to_string())
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    if !r.status().is_success() {
+        return Err(format!("the leader answered {}", r.status()));
+    }
+    let v: serde_json::Value = r.json().await.map_err(|e| e.to_string())?;
+    v["producerId"].as_i64().ok_or_else(|| format!("the leader answered {v}"))
+}
+
 /// The Kafka view of the cluster (D42): members are brokers by node id, at the Kafka
 /// addresses they told.
 fn kafka_topology(node: &baton_replicate::node::Node<baton_cluster::applier::EngineApplier>) -> baton_kafka::Topology {
@@ -464,7 +496,7 @@ async fn start_kafka(
     a: &ServeArgs,
     engine: baton_core::Engine,
     sasl_users: Option<Arc<baton_kafka::SaslUsers>>,
-    cluster: Option<baton_kafka::ClusterTopology>,
+    cluster: Option<(baton_kafka::ClusterTopology, baton_kafka::LeaderProducerId)>,
 ) -> Result<Option<KafkaHandle>, String> {
     let explicit = a.kafka_addr.is_some();
     if a.kafka_max_uncompressed_batch_bytes > baton_kafka::MAX_UNCOMPRESSED_BATCH_BYTES {
@@ -490,7 +522,8 @@ async fn start_kafka(
         group_limits: baton_kafka::GroupLimits { max_groups: a.kafka_max_groups, max_members: a.kafka_group_max_size },
         initial_rebalance_delay: Duration::from_millis(a.kafka_initial_rebalance_delay_ms),
         sasl_users,
-        cluster,
+        leader_producer_id: cluster.as_ref().map(|c| c.1.clone()),
+        cluster: cluster.map(|c| c.0),
         ..Default::default()
     };
     let server = match baton_kafka::KafkaServer::bind(addr, engine, cfg).await {

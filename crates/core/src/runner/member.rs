@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use super::{restored_leases, Frame, PlannerLoop};
 use crate::appender::{Join, Joined};
 use crate::command::CoreError;
-use crate::engine::{open_state, Cmd};
+use crate::engine::{open_state, Cmd, Reload};
 use crate::entry::decode_entries;
 use crate::plan::Planner;
 
@@ -37,8 +37,8 @@ impl PlannerLoop {
                 self.shared.writable.store(false, Ordering::Release);
                 *self.shared.leader_hint.lock() = leader;
             }
-            Cmd::Rebuild(reply) => {
-                let r = self.rebuild();
+            Cmd::Rebuild(from, reply) => {
+                let r = self.rebuild(from);
                 if let Err(e) = &r {
                     self.shared.latch(format!("rebuilding the state after a lost term: {e}"));
                 }
@@ -152,7 +152,7 @@ impl PlannerLoop {
         true
     }
 
-    fn rebuild(&mut self) -> Result<u64, String> {
+    fn rebuild(&mut self, from: Reload) -> Result<u64, String> {
         self.shared.writable.store(false, Ordering::Release);
         // Whatever was planned goes to the log now (it commits or fails there); nothing of it
         // is answered from this state again.
@@ -169,8 +169,20 @@ impl PlannerLoop {
         if let Some(prov) = self.p.state.storage.provisioner.take() {
             prov.barrier().map_err(|e| format!("placing partition files before the rebuild: {e}"))?;
         }
+        // The writeback thread finishes what the old state handed it before any file moves.
+        let (done, wrote) = std::sync::mpsc::channel();
+        if self.writeback.send((Vec::new(), Vec::new(), Some(done))).is_ok() && wrote.recv_timeout(QUIET).is_err() {
+            return Err("the writeback thread did not finish within 60 s".into());
+        }
+        if let Reload::Install = from {
+            // The files of the state thrown away stay open until it is dropped below; they
+            // are renamed away, never written again (D43).
+            crate::install::commit_staged(&self.cfg.data_dir)?;
+        }
         let (state, next) = open_state(&self.cfg, None)?;
         *self.shared.files.lock() = state.storage.store.clone();
+        // The old thread's store has the old files open (after an install, other inodes).
+        self.writeback = super::spawn_writeback(state.storage.store.clone());
         self.p = Planner::with_limits(state, self.cfg.limits.clone());
         self.submitted = next - 1;
         self.checkpointed_index = self.p.state.applied_index;
