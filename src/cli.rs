@@ -1,4 +1,4 @@
-//! The `baton push|pop|ack|queues|groups|tail` subcommands: a thin layer over
+//! The `baton push|pop|ack|queues|groups|tail|cluster` subcommands: a thin layer over
 //! `baton-client`, one call (or one loop of calls) per subcommand.
 //!
 //! Owns only argument parsing, printing (JSON lines on stdout, progress and
@@ -351,6 +351,50 @@ fn print_each(v: &Value, key: &str) -> Result<(), String> {
         Value::Array(items) => items.iter().try_for_each(print_line),
         other => print_line(other),
     }
+}
+
+#[derive(Args, Debug)]
+pub struct ClusterArgs {
+    #[command(flatten)]
+    pub conn: Conn,
+    #[command(subcommand)]
+    pub op: ClusterOp,
+    /// Longest wait for the answer, in seconds (a member joining catches up first).
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum ClusterOp {
+    /// The member's view of its cluster (GET /cluster).
+    Status,
+    /// Add a member as a voter once it has caught up (start it first with --peers naming it).
+    Add {
+        /// The new member's node id.
+        #[arg(long)]
+        id: u64,
+        /// Its Raft address, HOST:PORT (what it listens on for Raft).
+        #[arg(long)]
+        raft_addr: String,
+    },
+    /// Take a member out of the membership (a dead one, to replace it).
+    Remove {
+        #[arg(long)]
+        id: u64,
+    },
+}
+
+pub fn cluster(a: ClusterArgs) -> Result<(), String> {
+    block_on(async move {
+        let mut c = client(&a.conn)?;
+        c.timeout = Duration::from_secs(a.timeout.max(1));
+        let v = match a.op {
+            ClusterOp::Status => c.cluster().await,
+            ClusterOp::Add { id, raft_addr } => c.add_member(id, &raft_addr).await,
+            ClusterOp::Remove { id } => c.remove_member(id).await,
+        };
+        print_line(&v.map_err(show)?)
+    })
 }
 
 pub fn queues(a: ListArgs) -> Result<(), String> {

@@ -39,6 +39,8 @@ enum Command {
     Groups(cli::ListArgs),
     /// Follow a queue: long-poll, print and ack until Ctrl-C or --count.
     Tail(cli::TailArgs),
+    /// A cluster's members: `status`, `add --id N --raft-addr HOST:PORT`, `remove --id N`.
+    Cluster(cli::ClusterArgs),
 }
 
 fn main() {
@@ -53,6 +55,7 @@ fn main() {
         Command::Queues(a) => cli::queues(a),
         Command::Groups(a) => cli::groups(a),
         Command::Tail(a) => cli::tail(a),
+        Command::Cluster(a) => cli::cluster(a),
     };
     if let Err(e) = res {
         eprintln!("baton: {e}");

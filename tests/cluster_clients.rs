@@ -176,6 +176,19 @@ fn kafka_metadata_names_the_leader_and_members_that_do_not_lead_refuse() {
     assert_eq!(k.produce("t", 0, idem.clone(), -1).error_code, 0, "the leader takes the follower's producer id");
     assert_eq!(k.produce("t", 0, idem, -1).error_code, 0, "a resend of the same sequence is a duplicate, answered ok");
     assert_eq!(records(&k.fetch("t", 0, 0, 0).records.unwrap()).len(), 2, "stored once");
+    // A topic asked of a follower only is created by the leader, which the follower asks:
+    // LEADER_NOT_AVAILABLE (retriable) until it has applied the creation, then there.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let md = kf.metadata(&["only-asked-of-a-follower"]);
+        if md.topics[0].error_code == 0 {
+            assert_eq!(md.topics[0].partitions[0].leader_id.0, lid);
+            break;
+        }
+        assert_eq!(md.topics[0].error_code, LEADER_NOT_AVAILABLE, "{md:?}");
+        assert!(Instant::now() < deadline, "a topic asked of a follower never appeared: {md:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // A transactional id is still refused, wherever it is asked.
     let tx: InitProducerIdResponse = kf.call(
         ApiKey::InitProducerId,

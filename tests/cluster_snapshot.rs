@@ -9,97 +9,13 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::cluster::{leader, partition_files, view, wait_known, Cluster};
-use serde_json::{json, Value};
+use common::cluster::{drain, field, leader, partition_files, push, wait_all, wait_known, Cluster};
+use serde_json::Value;
 
 fn client() -> reqwest::Client {
     reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap()
-}
-
-/// Pushes `n` requests of 20 messages over four partitions, through `url` (any member: it
-/// forwards); every one must be answered queued.
-async fn push(c: &reqwest::Client, url: &str, tag: &str, n: usize) -> Vec<String> {
-    let mut ids = Vec::new();
-    for r in 0..n {
-        let items: Vec<Value> = (0..20)
-            .map(|k| {
-                let id = format!("{tag}-{r}-{k}");
-                ids.push(id.clone());
-                json!({"queue": "q", "partition": format!("p{}", k % 4), "payload": {"id": id, "pad": "x".repeat(200)}})
-            })
-            .collect();
-        // Refused before anything was planned (no leader yet, or it just changed): safe to
-        // send again; anything else fails the test.
-        let mut tries = 0;
-        let v = loop {
-            let resp = c.post(format!("{url}/api/v1/push")).json(&json!({"items": &items})).send().await.unwrap();
-            let status = resp.status();
-            let v: Value = resp.json().await.unwrap();
-            if status == 503
-                && ["not_leader", "leader_unreachable"].contains(&v["code"].as_str().unwrap_or(""))
-                && tries < 50
-            {
-                tries += 1;
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-            assert_eq!(status, 201, "{v}");
-            break v;
-        };
-        assert!(v.as_array().unwrap().iter().all(|x| x["status"] == "queued"), "{v}");
-    }
-    ids
-}
-
-async fn field(c: &reqwest::Client, cluster: &Cluster, i: usize, name: &str) -> u64 {
-    view(c, &cluster.members[i]).await.and_then(|v| v[name].as_u64()).unwrap_or(0)
-}
-
-/// Waits until every running member's `name` (from `GET /cluster`) is at least `at_least`.
-async fn wait_all(c: &reqwest::Client, cluster: &Cluster, name: &str, at_least: u64, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(40);
-    loop {
-        let mut all = true;
-        for i in 0..3 {
-            if cluster.running(i) {
-                all &= field(c, cluster, i, name).await >= at_least;
-            }
-        }
-        if all {
-            return;
-        }
-        if Instant::now() > deadline {
-            for m in &cluster.members {
-                let _ = std::fs::create_dir_all("/tmp/snaplogs");
-                let _ = std::fs::write(format!("/tmp/snaplogs/n{}.log", m.id), m.log());
-            }
-            let logs: Vec<String> = cluster.members.iter().map(|m| tail(&m.log())).collect();
-            panic!("{what} within 40 s; the members' logs:\n{}", logs.join("\n-----\n"));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn tail(log: &str) -> String {
-    log.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
-}
-
-async fn drain(c: &reqwest::Client, url: &str) -> Vec<String> {
-    let mut got = Vec::new();
-    for _ in 0..1000 {
-        let r = c.get(format!("{url}/api/v1/pop/queue/q?batch=1000&wait=false&autoAck=true")).send().await.unwrap();
-        if r.status() == 204 {
-            return got;
-        }
-        assert_eq!(r.status(), 200);
-        let v: Value = r.json().await.unwrap();
-        for m in v["messages"].as_array().unwrap() {
-            got.push(m["data"]["id"].as_str().unwrap().to_string());
-        }
-    }
-    panic!("the queue did not drain in 1000 pops");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -444,3 +444,39 @@ async fn null_payload_is_a_payload() {
     assert_eq!(v["messages"][0]["data"], Value::Null, "{v}");
     assert!(v["messages"][0].as_object().unwrap().contains_key("data"), "{v}");
 }
+
+/// The Kafka topic route a follower asks the leader through: a partition count outside
+/// 1..=10,000, a body that is not `{"partitions": n}` or a name Kafka would refuse is a 400
+/// that creates nothing; a good one creates the topic, and asking again changes nothing.
+#[tokio::test]
+async fn kafka_topic_creation_refuses_bad_counts_and_names_and_creates_nothing() {
+    let (api, m) = seeded().await;
+    let before = api.snapshot().await;
+    let path = "/api/v1/kafka/topics/t";
+    for (body, code) in [
+        (r#"{"partitions":0}"#, "bad_partitions"),
+        (r#"{"partitions":10001}"#, "bad_partitions"),
+        (r#"{"partitions":-1}"#, "invalid_request"),
+        (r#"{"partitions":4294967296}"#, "invalid_request"),
+        (r#"{"partitions":"3"}"#, "invalid_request"),
+        (r#"{"partitions":3,"replication":3}"#, "invalid_request"),
+        (r#"{}"#, "invalid_request"),
+        (r#"{"partitions":"#, "invalid_json"),
+    ] {
+        assert_err(&api.post_raw(path, body, Some("application/json")).await, 400, code);
+    }
+    let long = "t".repeat(300);
+    for name in [long.as_str(), "a%2Fb"] {
+        let path = format!("/api/v1/kafka/topics/{name}");
+        assert_err(&api.post_raw(&path, r#"{"partitions":1}"#, None).await, 400, "invalid_topic");
+    }
+    assert_eq!(api.snapshot().await, before);
+    seeded_message_intact(&api, &m).await;
+    for _ in 0..2 {
+        let (st, v) = api.post_raw(path, r#"{"partitions":3}"#, None).await;
+        assert_eq!(st, 201, "{v}");
+    }
+    let (st, q) = api.get("/api/v1/resources/queues/t").await;
+    assert_eq!(st, 200, "{q}");
+    assert_eq!(q["partitions"], 3, "{q}");
+}

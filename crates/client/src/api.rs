@@ -248,6 +248,22 @@ impl Client {
         }
     }
 
+    /// GET /cluster: the member's view of its cluster (404 `not_a_cluster` on a single node).
+    pub async fn cluster(&self) -> Result<Value> {
+        self.get_json("/cluster").await
+    }
+
+    /// POST /cluster/members (D44): adds member `id` at Raft address `raft_addr` as a voter,
+    /// once it has caught up; the answer is the membership after the change.
+    pub async fn add_member(&self, id: u64, raft_addr: &str) -> Result<Value> {
+        self.post_json("/cluster/members", &serde_json::json!({"id": id, "raftAddr": raft_addr})).await
+    }
+
+    /// DELETE /cluster/members/:id (D44).
+    pub async fn remove_member(&self, id: u64) -> Result<Value> {
+        self.delete_json(&format!("/cluster/members/{id}")).await
+    }
+
     /// GET /api/v1/resources/queues.
     pub async fn queues(&self) -> Result<Value> {
         self.get_json("/api/v1/resources/queues").await

@@ -9,6 +9,7 @@
 
 pub mod applier;
 pub mod member;
+pub mod membership;
 pub mod ops;
 pub mod raft_log;
 pub mod snapshot;

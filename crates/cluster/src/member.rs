@@ -27,6 +27,8 @@ pub struct Member {
     pub engine: Engine,
     pub node: Arc<Node<EngineApplier>>,
     pub log: Arc<RaftLog>,
+    /// Membership changes made here, one at a time (D44).
+    pub changes: Arc<crate::membership::Changes>,
     watch: JoinHandle<()>,
     compact: JoinHandle<()>,
 }
@@ -60,7 +62,7 @@ impl Member {
         }
         let watch = tokio::spawn(follow(id, engine.clone(), Arc::clone(&node), Arc::clone(&log)));
         let compact = tokio::spawn(compact(Arc::clone(&node), Arc::clone(&log)));
-        Ok(Member { id, engine, node, log, watch, compact })
+        Ok(Member { id, engine, node, log, changes: Arc::default(), watch, compact })
     }
 
     /// Stops following leadership, then Raft, then the engine.

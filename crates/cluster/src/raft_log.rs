@@ -9,7 +9,9 @@
 //! the order of the log.
 //! Must never: complete a frame Ok before openraft says it is committed (I3 on a cluster:
 //! on a majority's disks), or under an index other than the one `append` returned; accept a
-//! frame while not armed (it fails at once instead).
+//! frame while not armed (it fails at once instead); number a frame while a membership
+//! change is being appended (D44: openraft adds those entries itself, so appends wait on a
+//! [`Hold`] and numbering resumes after the change's last entry).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -17,7 +19,7 @@ use std::time::Duration;
 
 use baton_log::{Log, WalError, WalItem};
 use baton_replicate::{Frame, Raft};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use tokio::sync::mpsc;
 
 struct Proposal {
@@ -26,9 +28,20 @@ struct Proposal {
     item: Box<dyn WalItem>,
 }
 
+/// How frames are numbered: from `next` while this member leads (`None`: it does not), and
+/// not at all while `held` (a membership change is being appended, D44).
+struct Numbering {
+    next: Option<u64>,
+    held: bool,
+}
+
 pub struct RaftLog {
-    /// The index the next frame gets while this member leads; `None` while it does not.
-    next: Mutex<Option<u64>>,
+    numbering: Mutex<Numbering>,
+    /// Wakes appends waiting on a [`Hold`].
+    released: Condvar,
+    /// Frames proposed and not yet answered, and a wake-up for a hold waiting for none.
+    in_flight: Arc<AtomicU64>,
+    settled: Arc<tokio::sync::Notify>,
     /// The last index handed out, so a frame refused while not armed still gets a number
     /// that does not go backwards.
     last: AtomicU64,
@@ -51,7 +64,10 @@ pub struct RaftLog {
 impl RaftLog {
     pub fn new(commit_timeout: Duration) -> RaftLog {
         RaftLog {
-            next: Mutex::new(None),
+            numbering: Mutex::new(Numbering { next: None, held: false }),
+            released: Condvar::new(),
+            in_flight: Arc::new(AtomicU64::new(0)),
+            settled: Arc::new(tokio::sync::Notify::new()),
             last: AtomicU64::new(0),
             tx: OnceLock::new(),
             lost: Arc::new(AtomicBool::new(false)),
@@ -72,6 +88,7 @@ impl RaftLog {
         let (tx, mut rx) = mpsc::unbounded_channel::<Proposal>();
         let (done_tx, mut done_rx) = mpsc::unbounded_channel();
         let lost = Arc::clone(&self.lost);
+        let (in_flight, settled) = (Arc::clone(&self.in_flight), Arc::clone(&self.settled));
         let timeout = self.commit_timeout;
         tokio::spawn(async move {
             while let Some(p) = rx.recv().await {
@@ -101,6 +118,9 @@ impl RaftLog {
                     lost.store(true, Ordering::Release);
                 }
                 item.complete(result.map_err(WalError::Failed));
+                if in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    settled.notify_waiters();
+                }
             }
         });
         if self.tx.set(tx).is_err() {
@@ -112,11 +132,38 @@ impl RaftLog {
     pub fn arm(&self, next: u64) {
         self.lost.store(false, Ordering::Release);
         self.proposed.store(0, Ordering::Release);
-        *self.next.lock() = Some(next);
+        self.numbering.lock().next = Some(next);
     }
 
     pub fn disarm(&self) {
-        *self.next.lock() = None;
+        self.numbering.lock().next = None;
+    }
+
+    /// Stops numbering frames (appends wait) and waits, at most `within`, until every frame
+    /// proposed so far was answered: from then until the hold ends, only openraft's own
+    /// entries (a membership change) enter the log (D44). `None` when this member does not
+    /// lead, or the frames in flight were not answered in time.
+    pub async fn hold(&self, within: Duration) -> Option<Hold<'_>> {
+        {
+            let mut n = self.numbering.lock();
+            if n.next.is_none() || n.held {
+                return None;
+            }
+            n.held = true;
+        }
+        let mut hold = Hold { log: self, resumed: false };
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let settled = self.settled.notified();
+            if self.in_flight.load(Ordering::Acquire) == 0 {
+                return Some(hold);
+            }
+            if tokio::time::timeout_at(deadline, settled).await.is_err() {
+                // Nothing was changed: numbering goes on where it was.
+                hold.resumed = true;
+                return None;
+            }
+        }
     }
 
     /// Whether a frame of the current or a past term failed since the last check.
@@ -127,9 +174,13 @@ impl RaftLog {
 
 impl Log for RaftLog {
     fn append(&self, item: Box<dyn WalItem>) -> u64 {
-        let mut next = self.next.lock();
-        let (Some(index), Some(tx)) = (*next, self.tx.get()) else {
-            drop(next);
+        let mut n = self.numbering.lock();
+        // Bounded: a hold ends when its membership change does, or when it is dropped.
+        while n.held {
+            self.released.wait(&mut n);
+        }
+        let (Some(index), Some(tx)) = (n.next, self.tx.get()) else {
+            drop(n);
             self.lost.store(true, Ordering::Release);
             item.complete(Err(WalError::Failed("this member does not lead: the frame was not proposed".into())));
             return self.last.load(Ordering::Acquire) + 1;
@@ -138,9 +189,10 @@ impl Log for RaftLog {
         // proposals must be the order of the indexes handed out (both under this lock).
         let mut bytes = Vec::new();
         item.encode(&mut bytes);
-        *next = Some(index + 1);
+        n.next = Some(index + 1);
         self.last.store(index, Ordering::Release);
         self.proposed.fetch_add(1, Ordering::AcqRel);
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
         if let Err(e) = tx.send(Proposal { index, bytes, item }) {
             e.0.item.complete(Err(WalError::Closed));
         }
@@ -160,5 +212,38 @@ impl Log for RaftLog {
 
     fn shutdown(&self) {
         self.disarm();
+    }
+}
+
+/// Frames wait while this lives (D44). Ended by [`Hold::resume_after`] with the last entry
+/// the change appended; dropped without it (the change failed, or its outcome is unknown),
+/// numbering stops (the member does not lead as far as its log knows) and the term counts
+/// as lost, so the member rebuilds from the committed log before it plans again.
+pub struct Hold<'a> {
+    log: &'a RaftLog,
+    resumed: bool,
+}
+
+impl Hold<'_> {
+    /// The change is committed and `last` is its last entry: frames are numbered after it.
+    pub fn resume_after(mut self, last: u64) {
+        self.resumed = true;
+        let mut n = self.log.numbering.lock();
+        if n.next.is_some() {
+            n.next = Some(last + 1);
+            self.log.last.fetch_max(last, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for Hold<'_> {
+    fn drop(&mut self) {
+        let mut n = self.log.numbering.lock();
+        if !self.resumed {
+            n.next = None;
+            self.log.lost.store(true, Ordering::Release);
+        }
+        n.held = false;
+        self.log.released.notify_all();
     }
 }

@@ -57,3 +57,7 @@ impl Limits {
 /// Longest delay a timer may be scheduled with, and longest KV time-to-live: ten years.
 /// Beyond it a client has sent a mistake (u64::MAX would wrap the clock), not a plan.
 pub const MAX_DELAY_MS: u64 = 10 * 366 * 24 * 3600 * 1000;
+
+/// The most partitions one Kafka topic may have (CreateTopics, CreatePartitions, and the
+/// HTTP route a cluster member asks the leader to create one by).
+pub const MAX_KAFKA_PARTITIONS: u32 = 10_000;

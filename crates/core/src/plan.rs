@@ -609,17 +609,21 @@ impl Planner {
 
     /// I5 across terms (D41): a new leader treats every lease it inherits as live for a full
     /// lease time from its own first plan, so a lease a consumer holds never ends early
-    /// because this leader's clock runs ahead of the last one's. Every live lease whose
+    /// because this leader's clock runs ahead of the last one's. A lease is inherited live
+    /// when it outlasts the last term's time (the last entry applied), whatever this
+    /// leader's clock says: judged by that clock, one that ran ahead by more than what was
+    /// left of a lease would see it over already (CI, 2026-12-02). Every such lease whose
     /// expiry falls sooner than now plus its queue's lease time is extended to that, as one
     /// entry; a lease already running longer (a pop with a longer `leaseSeconds`) keeps its
     /// expiry. Returns how many were extended.
     pub fn inherit_leases(&mut self) -> Planned<usize> {
         let mut extend = Vec::new();
+        let last_term = self.state.last_ts;
         for (part, p) in &self.state.parts {
             let full = self.state.queues.get(&p.queue).map_or(0, |q| q.options.lease_time).max(1);
             let until = self.ts.saturating_add(full.saturating_mul(1_000_000));
             for (group, c) in &p.cursors {
-                if let Some(l) = c.lease.as_ref().filter(|l| l.expires > self.ts && l.expires < until) {
+                if let Some(l) = c.lease.as_ref().filter(|l| l.expires > last_term && l.expires < until) {
                     extend.push(Effect::ExtendLease { part: *part, group: *group, lease: l.id, expires: until });
                 }
             }

@@ -739,3 +739,25 @@ fn acking_a_lease_by_transaction_id_in_reverse_reads_each_id_about_once() {
     assert!(used <= 4 * N as u64, "{used} .txid reads for a transaction acking {N} messages");
     assert!(f.pop(4 * S, "in", None, 10).is_none(), "every message was settled");
 }
+
+/// Regression (I5 across terms, CI on 2026-12-02): a new leader whose clock ran ahead by
+/// more than what was left of a lease at its election saw that lease as already expired,
+/// extended nothing and leased the message to a second consumer. Liveness is judged by the
+/// last term's time (the last entry applied), never by the new leader's clock.
+#[test]
+fn i5_a_new_leader_ahead_by_more_than_the_lease_left_keeps_it() {
+    let mut f = Fixture::new();
+    f.configure(0, "q", QueueOptions { lease_time: 10, ..Default::default() });
+    f.configure(0, "old", QueueOptions { lease_time: 1, ..Default::default() });
+    f.push(S, "q", "p", &["a"]);
+    f.push(S, "old", "p", &["z"]);
+    f.pop(S, "old", None, 1).expect("a lease that ends at 2 s");
+    f.pop(3 * S, "q", None, 1).expect("the first consumer's lease, until 13 s");
+    // The old leader's last entry is at 3 s; the new one's clock reads 20 s (17 s ahead).
+    let n = f.at(20 * S).inherit_leases().unwrap();
+    f.done();
+    assert_eq!(n, 1, "the live lease is extended; the one the last term saw end is not");
+    assert!(f.pop(29 * S, "q", None, 1).is_none(), "leased again inside the extension");
+    assert!(f.pop(29 * S, "old", None, 1).is_some(), "a lease that ended in the last term stays ended");
+    assert!(f.pop(30 * S + 1, "q", None, 1).is_some(), "the extension ends a full lease time after the election");
+}

@@ -5,7 +5,7 @@ use crate::body::JsonBody;
 use crate::error::ApiError;
 use crate::payload::payload_json;
 use crate::render::{iso_ms, iso_us, parse_iso, read_records};
-use crate::App;
+use crate::{App, MembershipOp};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -22,6 +22,42 @@ pub async fn cluster(State(app): State<App>) -> Response {
             Json(json!({"code": "not_a_cluster", "error": "this node runs alone (no --node-id): there is no cluster to describe"})),
         )
             .into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AddMember {
+    id: u64,
+    raft_addr: String,
+}
+
+/// `POST /cluster/members` `{"id", "raftAddr"}` (D44): the new member joins as a learner,
+/// catches up and becomes a voter; on a member that does not lead it is forwarded there.
+pub async fn add_member(State(app): State<App>, JsonBody(b): JsonBody<AddMember>) -> Result<Response, ApiError> {
+    membership(&app, MembershipOp::Add { id: b.id, raft_addr: b.raft_addr }).await
+}
+
+/// `DELETE /cluster/members/{id}` (D44): the member leaves the membership (it keeps running
+/// until it is stopped; it is no longer asked to vote or to store entries).
+pub async fn remove_member(State(app): State<App>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let id = id.parse::<u64>().map_err(|_| ApiError::bad("bad_member_id", format!("{id:?} is not a member id")))?;
+    membership(&app, MembershipOp::Remove { id }).await
+}
+
+async fn membership(app: &App, op: MembershipOp) -> Result<Response, ApiError> {
+    let Some(admin) = &app.cfg.membership else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_a_cluster",
+            "this node runs alone (no --node-id): it has no members to change",
+        ));
+    };
+    match (admin.0)(op).await {
+        Ok(v) => Ok(Json(v).into_response()),
+        Err((status, code, message)) => {
+            Err(ApiError::new(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), code, message))
+        }
     }
 }
 

@@ -68,6 +68,8 @@ pub struct HttpConfig {
     pub cluster: Option<ClusterView>,
     /// On a cluster member: where requests go while another member leads (D42).
     pub forward: Option<Forward>,
+    /// On a cluster member: how `/cluster/members` adds and removes members (D44).
+    pub membership: Option<MembershipAdmin>,
 }
 
 impl Default for HttpConfig {
@@ -86,6 +88,7 @@ impl Default for HttpConfig {
             extra_metrics: None,
             cluster: None,
             forward: None,
+            membership: None,
         }
     }
 }
@@ -107,6 +110,33 @@ pub struct ClusterView(pub Arc<dyn Fn() -> serde_json::Value + Send + Sync>);
 impl std::fmt::Debug for ClusterView {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ClusterView")
+    }
+}
+
+/// A membership change asked for over HTTP (D44).
+#[derive(Debug, Clone)]
+pub enum MembershipOp {
+    Add { id: u64, raft_addr: String },
+    Remove { id: u64 },
+}
+
+/// What a membership change answers: the membership after it, or (status, code, message).
+pub type MembershipAnswer = Result<serde_json::Value, (u16, &'static str, String)>;
+
+/// Makes a membership change on the member that leads.
+#[derive(Clone)]
+#[allow(clippy::type_complexity)]
+pub struct MembershipAdmin(
+    pub  Arc<
+        dyn Fn(MembershipOp) -> std::pin::Pin<Box<dyn std::future::Future<Output = MembershipAnswer> + Send>>
+            + Send
+            + Sync,
+    >,
+);
+
+impl std::fmt::Debug for MembershipAdmin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MembershipAdmin")
     }
 }
 
@@ -191,11 +221,14 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
     Router::new()
         .route("/health", get(admin::health))
         .route("/cluster", get(admin::cluster))
+        .route("/cluster/members", post(admin::add_member))
+        .route("/cluster/members/{id}", delete(admin::remove_member))
         .route("/metrics", get(metrics::prometheus))
         .route("/metrics/prometheus", get(metrics::prometheus))
         .route("/api/v1/configure", post(admin::configure))
         .route("/api/v1/push", post(push::push))
         .route("/api/v1/kafka/producer-id", post(push::producer_id))
+        .route("/api/v1/kafka/topics/{topic}", post(push::create_topic))
         .route("/api/v1/pop/queue/{queue}", get(consume::pop_queue))
         .route("/api/v1/pop/queue/{queue}/partition/{partition}", get(consume::pop_partition))
         .route("/api/v1/ack", post(consume::ack_one))

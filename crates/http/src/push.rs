@@ -202,3 +202,30 @@ pub async fn producer_id(State(app): State<App>) -> Result<Response, ApiError> {
     let id = app.engine.init_producer().await?;
     Ok(Json(serde_json::json!({"producerId": id, "producerEpoch": 0})).into_response())
 }
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopicBody {
+    partitions: u32,
+}
+
+/// `POST /api/v1/kafka/topics/{topic}` `{"partitions": n}`: creates a Kafka topic (a queue
+/// with `n` partitions), as a Kafka broker's auto-creation does; one that exists is left as
+/// it is. A cluster member that does not lead asks the leader this way when a Kafka client
+/// asks it about a topic it does not have.
+pub async fn create_topic(
+    State(app): State<App>,
+    axum::extract::Path(topic): axum::extract::Path<String>,
+    body: RawBody,
+) -> Result<Response, ApiError> {
+    let body: TopicBody = parse(&body.0)?;
+    if body.partitions == 0 || body.partitions > baton_core::limits::MAX_KAFKA_PARTITIONS {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_partitions",
+            format!("partitions must be 1 to {}", baton_core::limits::MAX_KAFKA_PARTITIONS),
+        ));
+    }
+    app.engine.create_topic(topic.clone(), body.partitions).await?;
+    Ok((StatusCode::CREATED, Json(serde_json::json!({"topic": topic, "partitions": body.partitions}))).into_response())
+}

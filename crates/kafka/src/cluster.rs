@@ -35,18 +35,24 @@ impl Topology {
     }
 }
 
-/// Asks the leader for a new idempotent-producer id (the server does it over the leader's
-/// HTTP listener); a member that does not lead answers InitProducerId with it, since
-/// librdkafka asks any broker for one and keeps asking the same one (D42).
+/// What a member that does not lead asks the leader for (the server asks over the leader's
+/// HTTP listener): a new idempotent-producer id for InitProducerId (librdkafka asks any
+/// broker for one and keeps asking the same one), and the creation of a topic a client
+/// asked this member about (librdkafka may ask only followers for a topic's metadata, and
+/// only the leader creates, D42).
 #[derive(Clone)]
-pub struct LeaderProducerId(pub Arc<dyn Fn() -> ProducerIdAnswer + Send + Sync>);
+pub struct LeaderAsk {
+    pub producer_id: Arc<dyn Fn() -> Answer<i64> + Send + Sync>,
+    /// Creates topic `name` with this many partitions on the leader (if it is not there).
+    pub create_topic: Arc<dyn Fn(String, u32) -> Answer<()> + Send + Sync>,
+}
 
-/// The leader's answer to one ask: a producer id, or why there is none.
-pub type ProducerIdAnswer = std::pin::Pin<Box<dyn std::future::Future<Output = Result<i64, String>> + Send>>;
+/// The leader's answer to one ask, or why there is none.
+pub type Answer<T> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, String>> + Send>>;
 
-impl std::fmt::Debug for LeaderProducerId {
+impl std::fmt::Debug for LeaderAsk {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LeaderProducerId")
+        f.write_str("LeaderAsk")
     }
 }
 
@@ -97,8 +103,8 @@ pub(crate) fn refuse_unless_leading(ctx: &Ctx, req: &RequestKind, version: i16) 
         | Q::DescribeGroups(_)
         | Q::ListGroups(_)
         | Q::DeleteGroups(_) => NOT_COORDINATOR,
-        // The leader gives the id (`LeaderProducerId`); without a way to ask it, refused.
-        Q::InitProducerId(_) if ctx.cfg.leader_producer_id.is_some() => return None,
+        // The leader gives the id (`LeaderAsk`); without a way to ask it, refused.
+        Q::InitProducerId(_) if ctx.cfg.leader_ask.is_some() => return None,
         Q::InitProducerId(_) => NOT_COORDINATOR,
         Q::CreateTopics(_) | Q::DeleteTopics(_) | Q::CreatePartitions(_) => NOT_CONTROLLER,
         _ => return None,

@@ -26,7 +26,7 @@ mod sessions;
 mod topics;
 mod versions;
 
-pub use cluster::{ClusterTopology, LeaderProducerId, Topology};
+pub use cluster::{Answer, ClusterTopology, LeaderAsk, Topology};
 pub use coordinator::{Limits as GroupLimits, DEFAULT_GROUP_MAX_SIZE, DEFAULT_MAX_GROUPS};
 pub use frame::{next_frame, parse, FrameError, ParseError, Parsed};
 pub use metrics::{CloseReason, KafkaStats};
@@ -94,9 +94,8 @@ pub struct KafkaConfig {
     /// On a cluster member: who leads and where every member's Kafka listener is (D42).
     /// `None`: a single node, broker 0, which always leads.
     pub cluster: Option<ClusterTopology>,
-    /// On a cluster member: how a member that does not lead gets a producer id from the
-    /// leader for InitProducerId.
-    pub leader_producer_id: Option<LeaderProducerId>,
+    /// On a cluster member: what a member that does not lead asks the leader for.
+    pub leader_ask: Option<LeaderAsk>,
 }
 
 impl KafkaConfig {
@@ -124,7 +123,7 @@ impl Default for KafkaConfig {
             producer_id_expiration: Duration::from_millis(DEFAULT_PRODUCER_ID_EXPIRATION_MS),
             sasl_users: None,
             cluster: None,
-            leader_producer_id: None,
+            leader_ask: None,
         }
     }
 }

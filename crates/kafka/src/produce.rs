@@ -168,9 +168,9 @@ pub async fn init_producer_id(ctx: &Ctx, req: InitProducerIdRequest) -> InitProd
     if req.transactional_id.as_ref().is_some_and(|t| !t.is_empty()) {
         return fail(TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
     }
-    if let Some(ask) = &ctx.cfg.leader_producer_id {
+    if let Some(ask) = &ctx.cfg.leader_ask {
         if !(ctx.topology().leads() && ctx.engine.is_writable()) {
-            return match (ask.0)().await {
+            return match (ask.producer_id)().await {
                 Ok(id) => InitProducerIdResponse::default().with_producer_id(id.into()).with_producer_epoch(0),
                 Err(e) => {
                     tracing::debug!(error = %e, "no producer id from the leader");

@@ -18,7 +18,7 @@ use kafka_protocol::protocol::StrBytes;
 use std::collections::HashMap;
 
 /// Largest partition count a CreateTopics or CreatePartitions may ask for.
-const MAX_PARTITIONS: i32 = 10_000;
+const MAX_PARTITIONS: i32 = baton_core::limits::MAX_KAFKA_PARTITIONS as i32;
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 
@@ -90,6 +90,18 @@ pub async fn ensure_topic(ctx: &Ctx, name: &str, allow_create: bool) -> Result<O
     ctx.engine.create_topic(name.to_string(), ctx.cfg.default_partitions.max(1)).await.map_err(|e| code_of(&e))?;
     tracing::info!(topic = name, partitions = ctx.cfg.default_partitions, "kafka: auto-created topic");
     queue_view(ctx, name).await.map_err(|e| code_of(&e))
+}
+
+/// On a member that does not lead: asks the leader to create topic `name` (a name it would
+/// create itself only). Best effort: the client's next Metadata shows whether it exists.
+async fn ask_leader_to_create(ctx: &Ctx, name: &str) {
+    let Some(ask) = &ctx.cfg.leader_ask else { return };
+    if !valid_topic(name) || name.starts_with("__") {
+        return;
+    }
+    if let Err(e) = (ask.create_topic)(name.to_string(), ctx.cfg.default_partitions.max(1)).await {
+        tracing::debug!(topic = name, error = %e, "kafka: the leader did not create the topic");
+    }
 }
 
 fn topic_entry(q: &QueueView, version: i16, topo: &Topology) -> MetadataResponseTopic {
@@ -171,8 +183,11 @@ pub async fn metadata(ctx: &Ctx, req: MetadataRequest, version: i16) -> Metadata
                 let tn = Some(TopicName(s(name.clone())));
                 match ensure_topic(ctx, &name, allow).await {
                     Ok(Some(q)) => topics.push(topic_entry(&q, version, &topo)),
-                    // Retriable: the client asks again, and the leader creates it.
-                    Ok(None) if could && !allow => topics.push(topic_error(tn, LEADER_NOT_AVAILABLE)),
+                    // Retriable: the leader is asked to create it, and the client asks again.
+                    Ok(None) if could && !allow => {
+                        ask_leader_to_create(ctx, &name).await;
+                        topics.push(topic_error(tn, LEADER_NOT_AVAILABLE))
+                    }
                     Ok(None) => topics.push(topic_error(tn, UNKNOWN_TOPIC_OR_PARTITION)),
                     Err(code) => topics.push(topic_error(tn, code)),
                 }

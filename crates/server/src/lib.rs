@@ -212,6 +212,11 @@ pub struct ServeArgs {
     /// little behind catches up from the log rather than from a whole snapshot (D43).
     #[arg(long, env = "BATON_RAFT_KEEP_ENTRIES", default_value_t = 10_000)]
     pub raft_keep_entries: u64,
+    /// How long a membership change may take (D44): a member added through
+    /// `POST /cluster/members` that has not caught up within this many seconds is taken out
+    /// again, and each membership entry must commit within it.
+    #[arg(long, env = "BATON_RAFT_JOIN_TIMEOUT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub raft_join_timeout_secs: u64,
     /// Log filter (tracing env-filter syntax).
     #[arg(long, env = "BATON_LOG", default_value = "info")]
     pub log: String,
@@ -330,17 +335,27 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
             me: m.id,
             leader: Arc::new(move || Member::leader_addr(&node, "http")),
             connect_timeout: Duration::from_secs(1),
-            answer_timeout: Duration::from_millis(http.max_wait_ms + a.raft_commit_timeout_ms) + Duration::from_secs(5),
+            answer_timeout: Duration::from_millis(
+                http.max_wait_ms.max(a.raft_join_timeout_secs.saturating_mul(3000)) + a.raft_commit_timeout_ms,
+            ) + Duration::from_secs(5),
         });
+        let (node, log, changes) = (m.node.clone(), m.log.clone(), m.changes.clone());
+        let within = Duration::from_secs(a.raft_join_timeout_secs);
+        http.membership = Some(baton_http::MembershipAdmin(Arc::new(move |op| {
+            let (node, log, changes) = (node.clone(), log.clone(), changes.clone());
+            Box::pin(async move { change_membership(&node, &log, &changes, op, within).await })
+        })));
         let node = m.node.clone();
-        let asks = m.node.clone();
+        let (asks, creates) = (m.node.clone(), m.node.clone());
         let me = m.id;
         topology = Some((
             baton_kafka::ClusterTopology(Arc::new(move || kafka_topology(&node))),
-            baton_kafka::LeaderProducerId(Arc::new(move || {
-                let leader = Member::leader_addr(&asks, "http");
-                Box::pin(leader_producer_id(me, leader))
-            })),
+            baton_kafka::LeaderAsk {
+                producer_id: Arc::new(move || Box::pin(leader_producer_id(me, Member::leader_addr(&asks, "http")))),
+                create_topic: Arc::new(move |name, partitions| {
+                    Box::pin(leader_create_topic(me, Member::leader_addr(&creates, "http"), name, partitions))
+                }),
+            },
         ));
         let (node, engine) = (m.node.clone(), m.engine.clone());
         raft_metrics = Some(move |out: &mut String| Member::render_metrics(&node, &engine, out));
@@ -381,6 +396,30 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     }
     rt.shutdown_timeout(Duration::from_secs(5));
     Ok(())
+}
+
+/// A membership change asked for over HTTP, made by the cluster crate (D44), its refusal
+/// as the HTTP answer.
+async fn change_membership(
+    node: &baton_replicate::node::Node<baton_cluster::applier::EngineApplier>,
+    log: &baton_cluster::raft_log::RaftLog,
+    changes: &baton_cluster::membership::Changes,
+    op: baton_http::MembershipOp,
+    within: Duration,
+) -> baton_http::MembershipAnswer {
+    use baton_cluster::membership::{self as ms, Refused};
+    let r = match op {
+        baton_http::MembershipOp::Add { id, raft_addr } => ms::add(node, log, changes, id, &raft_addr, within).await,
+        baton_http::MembershipOp::Remove { id } => ms::remove(node, log, changes, id, within).await,
+    };
+    r.map_err(|e| match e {
+        Refused::Bad(code, m) => (400, code, m),
+        Refused::NotLeader(m) => (503, "not_leader", m),
+        Refused::Conflict(code, m) => (409, code, m),
+        Refused::NotFound(m) => (404, "member_not_found", m),
+        Refused::Timeout(code, m) => (504, code, m),
+        Refused::Unknown(m) => (503, "outcome_unknown", m),
+    })
 }
 
 /// `ID=HOST:PORT,...` into ids and Raft addresses; every id once, this node's among them.
@@ -454,23 +493,47 @@ fn kafka_addrs(a: &ServeArgs) -> Result<(SocketAddr, String, u16), String> {
     Ok((addr, host, port))
 }
 
-/// A new producer id from the leader, over its HTTP listener (a member's Kafka listener
-/// answers InitProducerId with it while this member does not lead). Marked as forwarded,
-/// so a member that does not lead either answers `not_leader` instead of passing it on.
-async fn leader_producer_id(me: u64, leader: Option<(u64, String)>) -> Result<i64, String> {
+/// What a member that does not lead asks its leader for, over the leader's HTTP listener
+/// (D42): `path` posted with `body`, marked as forwarded so that a member that does not
+/// lead either answers `not_leader` instead of passing it on.
+async fn ask_leader(
+    me: u64,
+    leader: Option<(u64, String)>,
+    path: &str,
+    body: serde_json::Value,
+) -> Result<serde_json::Value, String> {
     let (_, addr) = leader.ok_or("no leader is known")?;
     let c = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().map_err(|e| e.to_string())?;
     let r = c
-        .post(format!("http://{addr}/api/v1/kafka/producer-id"))
+        .post(format!("http://{addr}{path}"))
         .header("x-baton-forwarded-by", me.to_string())
+        .json(&body)
         .send()
         .await
         .map_err(|e| e.to_string())?;
-    if !r.status().is_success() {
-        return Err(format!("the leader answered {}", r.status()));
-    }
+    let status = r.status();
     let v: serde_json::Value = r.json().await.map_err(|e| e.to_string())?;
+    if !status.is_success() {
+        return Err(format!("the leader answered {status}: {v}"));
+    }
+    Ok(v)
+}
+
+/// A new Kafka producer id, from the leader (the answer to InitProducerId on a follower).
+async fn leader_producer_id(me: u64, leader: Option<(u64, String)>) -> Result<i64, String> {
+    let v = ask_leader(me, leader, "/api/v1/kafka/producer-id", serde_json::json!({})).await?;
     v["producerId"].as_i64().ok_or_else(|| format!("the leader answered {v}"))
+}
+
+/// The leader creates Kafka topic `name` (a follower was asked about it).
+async fn leader_create_topic(
+    me: u64,
+    leader: Option<(u64, String)>,
+    name: String,
+    partitions: u32,
+) -> Result<(), String> {
+    let path = format!("/api/v1/kafka/topics/{name}");
+    ask_leader(me, leader, &path, serde_json::json!({"partitions": partitions})).await.map(|_| ())
 }
 
 /// The Kafka view of the cluster (D42): members are brokers by node id, at the Kafka
@@ -496,7 +559,7 @@ async fn start_kafka(
     a: &ServeArgs,
     engine: baton_core::Engine,
     sasl_users: Option<Arc<baton_kafka::SaslUsers>>,
-    cluster: Option<(baton_kafka::ClusterTopology, baton_kafka::LeaderProducerId)>,
+    cluster: Option<(baton_kafka::ClusterTopology, baton_kafka::LeaderAsk)>,
 ) -> Result<Option<KafkaHandle>, String> {
     let explicit = a.kafka_addr.is_some();
     if a.kafka_max_uncompressed_batch_bytes > baton_kafka::MAX_UNCOMPRESSED_BATCH_BYTES {
@@ -522,7 +585,7 @@ async fn start_kafka(
         group_limits: baton_kafka::GroupLimits { max_groups: a.kafka_max_groups, max_members: a.kafka_group_max_size },
         initial_rebalance_delay: Duration::from_millis(a.kafka_initial_rebalance_delay_ms),
         sasl_users,
-        leader_producer_id: cluster.as_ref().map(|c| c.1.clone()),
+        leader_ask: cluster.as_ref().map(|c| c.1.clone()),
         cluster: cluster.map(|c| c.0),
         ..Default::default()
     };
