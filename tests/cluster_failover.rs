@@ -71,15 +71,9 @@ async fn drain(c: &reqwest::Client, cluster: &Cluster) -> Vec<String> {
     let mut got = Vec::new();
     for _ in 0..1000 {
         let l = leader(c, cluster, Duration::from_secs(20)).await;
-        let url = cluster.members[l].url("/api/v1/pop/queue/q?batch=5000&wait=false&autoAck=true");
-        let r = c.get(url).send().await.unwrap();
-        if r.status() == 204 {
-            return got;
-        }
-        assert_eq!(r.status(), 200);
-        let v: Value = r.json().await.unwrap();
-        for m in v["messages"].as_array().unwrap() {
-            got.push(m["data"]["id"].as_str().unwrap().to_string());
+        match common::cluster::pop_ids(c, &cluster.members[l].url("")).await {
+            Some(ids) => got.extend(ids),
+            None => return got,
         }
     }
     panic!("the queue did not drain in 1000 pops");

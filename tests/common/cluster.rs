@@ -390,17 +390,24 @@ pub fn tail(log: &str) -> String {
     log.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
 }
 
+/// One auto-acked pop of up to 5,000 from queue `q` at `url`: the ids, or `None` once empty.
+pub async fn pop_ids(c: &reqwest::Client, url: &str) -> Option<Vec<String>> {
+    let r = c.get(format!("{url}/api/v1/pop/queue/q?batch=5000&wait=false&autoAck=true")).send().await.unwrap();
+    if r.status() == 204 {
+        return None;
+    }
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    Some(v["messages"].as_array().unwrap().iter().map(|m| m["data"]["id"].as_str().unwrap().to_string()).collect())
+}
+
+/// Everything in queue `q`, through pops with auto-ack at `url`, until it is empty.
 pub async fn drain(c: &reqwest::Client, url: &str) -> Vec<String> {
     let mut got = Vec::new();
     for _ in 0..1000 {
-        let r = c.get(format!("{url}/api/v1/pop/queue/q?batch=1000&wait=false&autoAck=true")).send().await.unwrap();
-        if r.status() == 204 {
-            return got;
-        }
-        assert_eq!(r.status(), 200);
-        let v: Value = r.json().await.unwrap();
-        for m in v["messages"].as_array().unwrap() {
-            got.push(m["data"]["id"].as_str().unwrap().to_string());
+        match pop_ids(c, url).await {
+            Some(ids) => got.extend(ids),
+            None => return got,
         }
     }
     panic!("the queue did not drain in 1000 pops");

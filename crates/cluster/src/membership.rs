@@ -45,6 +45,15 @@ pub enum Refused {
 #[derive(Default)]
 pub struct Changes(tokio::sync::Mutex<()>);
 
+impl Changes {
+    /// The right to make a change now; a second one at once is refused, not queued.
+    fn one(&self) -> Result<tokio::sync::MutexGuard<'_, ()>, Refused> {
+        self.0.try_lock().map_err(|_| {
+            Refused::Conflict("membership_change_in_progress", "another membership change is being made here".into())
+        })
+    }
+}
+
 type WriteError = RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>;
 
 fn refused(e: WriteError) -> Refused {
@@ -129,9 +138,7 @@ pub async fn add(
 ) -> Result<Value, Refused> {
     addr.parse::<SocketAddr>()
         .map_err(|e| Refused::Bad("bad_raft_addr", format!("raftAddr {addr:?} is not HOST:PORT: {e}")))?;
-    let _one = changes.0.try_lock().map_err(|_| {
-        Refused::Conflict("membership_change_in_progress", "another membership change is being made here".into())
-    })?;
+    let _one = changes.one()?;
     ensure_leader(node)?;
     let (voters, learners) = members(node);
     match voters.get(&id) {
@@ -199,9 +206,7 @@ pub async fn remove(
     id: NodeId,
     within: Duration,
 ) -> Result<Value, Refused> {
-    let _one = changes.0.try_lock().map_err(|_| {
-        Refused::Conflict("membership_change_in_progress", "another membership change is being made here".into())
-    })?;
+    let _one = changes.one()?;
     ensure_leader(node)?;
     let (voters, learners) = members(node);
     if voters.contains_key(&id) {
