@@ -151,6 +151,8 @@ pub struct FetchResult {
 /// Read-only views for the resources API.
 #[derive(Debug, Clone)]
 pub enum Query {
+    /// How many queues, partitions and consumer groups exist (the bounded counts).
+    Sizes,
     Queues,
     Queue(String),
     Groups,
@@ -234,6 +236,11 @@ pub struct DlqView {
 
 #[derive(Debug, Clone)]
 pub enum QueryResult {
+    Sizes {
+        queues: usize,
+        partitions: usize,
+        groups: usize,
+    },
     Queues(Vec<QueueView>),
     Queue(Option<QueueView>),
     Groups(Vec<GroupView>),

@@ -81,6 +81,18 @@ impl Planner {
     pub fn create_topic(&mut self, topic: &str, partitions: u32) -> Result<bool, CoreError> {
         valid_name(topic).map_err(|m| CoreError::bad("invalid_topic", m))?;
         let existed = self.state.queue_ids.contains_key(topic);
+        // Bounded before anything is planned: at least `partitions - have` are new, and that
+        // lower bound keeps the exact count below from walking a hostile count (a produce to
+        // partition 4,000,000,000 asks for that many).
+        let have = self.state.queue(topic).map_or(0, |q| q.parts.len());
+        let total = self.state.parts.len();
+        self.limits.admit_queues(self.state.queues.len(), usize::from(!existed))?;
+        self.limits.admit_partitions(total, (partitions as usize).saturating_sub(have))?;
+        let missing = match self.state.queue(topic) {
+            Some(q) => (0..partitions).filter(|i| !q.part_by_name.contains_key(&i.to_string())).count(),
+            None => partitions as usize,
+        };
+        self.limits.admit_partitions(total, missing)?;
         if !existed {
             self.emit_pub(Effect::Configure { queue: topic.to_string(), options: QueueOptions::default() })?;
         }

@@ -20,11 +20,27 @@ pub struct Limits {
     /// A pop leases no more messages than fit in this many bytes of stored batches (at
     /// least one message): the answer is built from them (issue 12 item 12).
     pub max_pop_bytes: u64,
+    /// Queues (Kafka topics) that may exist at once; a push, configure or topic creation
+    /// that would make one more is refused `too_many_queues` (429) before anything is planned.
+    pub max_queues: usize,
+    /// Partitions that may exist at once, over all queues: each costs state and up to three
+    /// files (D29). One more is refused `too_many_partitions` (429) before anything is planned.
+    pub max_partitions: usize,
 }
+
+pub const DEFAULT_MAX_QUEUES: usize = 100_000;
+pub const DEFAULT_MAX_PARTITIONS: usize = 1_000_000;
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_frame_bytes: 64 << 20, max_entry_bytes: 128 << 20, max_groups: 100_000, max_pop_bytes: 64 << 20 }
+        Limits {
+            max_frame_bytes: 64 << 20,
+            max_entry_bytes: 128 << 20,
+            max_groups: 100_000,
+            max_pop_bytes: 64 << 20,
+            max_queues: DEFAULT_MAX_QUEUES,
+            max_partitions: DEFAULT_MAX_PARTITIONS,
+        }
     }
 }
 
@@ -39,7 +55,13 @@ impl Limits {
                 self.max_frame_bytes, self.max_entry_bytes
             ));
         }
-        if self.max_frame_bytes == 0 || self.max_entry_bytes == 0 || self.max_groups == 0 || self.max_pop_bytes == 0 {
+        if self.max_frame_bytes == 0
+            || self.max_entry_bytes == 0
+            || self.max_groups == 0
+            || self.max_pop_bytes == 0
+            || self.max_queues == 0
+            || self.max_partitions == 0
+        {
             return Err("engine limits must be positive".into());
         }
         Ok(())
@@ -51,6 +73,33 @@ impl Limits {
             "entry_too_large",
             format!("the request's entry would be {bytes} bytes; at most {} (max entry bytes)", self.max_entry_bytes),
         )
+    }
+
+    /// Refuses `more` new queues when `have` exist.
+    pub(crate) fn admit_queues(&self, have: usize, more: usize) -> Result<(), CoreError> {
+        if have.saturating_add(more) <= self.max_queues {
+            return Ok(());
+        }
+        Err(CoreError::new(
+            ErrorKind::Overloaded,
+            "too_many_queues",
+            format!("{have} queues exist and this would make {more} more; at most {} (max queues)", self.max_queues),
+        ))
+    }
+
+    /// Refuses `more` new partitions when `have` exist.
+    pub(crate) fn admit_partitions(&self, have: usize, more: usize) -> Result<(), CoreError> {
+        if have.saturating_add(more) <= self.max_partitions {
+            return Ok(());
+        }
+        Err(CoreError::new(
+            ErrorKind::Overloaded,
+            "too_many_partitions",
+            format!(
+                "{have} partitions exist and this would make {more} more; at most {} (max partitions)",
+                self.max_partitions
+            ),
+        ))
     }
 }
 

@@ -184,6 +184,9 @@ impl Planner {
 
     pub fn configure(&mut self, queue: &str, options: QueueOptions) -> Planned<()> {
         valid_name(queue).map_err(|m| CoreError::bad("invalid_queue", format!("queue name: {m}")))?;
+        if !self.state.queue_ids.contains_key(queue) {
+            self.limits.admit_queues(self.state.queues.len(), 1)?;
+        }
         self.emit(Effect::Configure { queue: queue.to_string(), options })
     }
 
@@ -214,6 +217,7 @@ impl Planner {
         if bytes > self.limits.max_entry_bytes {
             return Err(self.limits.entry_too_large(bytes));
         }
+        self.admit_new([(g.queue.as_str(), g.partition.as_str())])?;
         let Some(q) = self.state.queue_ids.get(&g.queue) else {
             return Ok(()); // a new queue has the default options: no maxSize
         };
@@ -229,6 +233,26 @@ impl Planner {
             }
         }
         Ok(())
+    }
+
+    /// Refuses pushes to these (queue, partition) names when the queues and partitions they
+    /// would create pass `max_queues` or `max_partitions`: checked before the first effect,
+    /// so a refusal plans nothing.
+    pub(crate) fn admit_new<'a>(&self, names: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<(), CoreError> {
+        let (mut queues, mut parts): (Vec<&str>, Vec<(&str, &str)>) = (Vec::new(), Vec::new());
+        for (q, p) in names {
+            match self.state.queue_ids.get(q) {
+                Some(id) if self.state.queues[id].part_by_name.contains_key(p) => continue,
+                Some(_) => {}
+                None if queues.contains(&q) => {}
+                None => queues.push(q),
+            }
+            if !parts.contains(&(q, p)) {
+                parts.push((q, p));
+            }
+        }
+        self.limits.admit_queues(self.state.queues.len(), queues.len())?;
+        self.limits.admit_partitions(self.state.parts.len(), parts.len())
     }
 
     fn push_group(&mut self, mut g: PushGroup) -> Vec<PushResult> {

@@ -45,6 +45,9 @@ pub fn run(state: &State, q: Query) -> QueryResult {
             QueryResult::Queues(v)
         }
         Query::Queue(name) => QueryResult::Queue(state.queue(&name).map(|q| queue_view(state, q))),
+        Query::Sizes => {
+            QueryResult::Sizes { queues: state.queues.len(), partitions: state.parts.len(), groups: state.groups.len() }
+        }
         Query::Groups => {
             let mut out = Vec::new();
             for p in state.parts.values() {

@@ -178,6 +178,9 @@ impl Planner {
             }
             add(&mut planned, g.queue.as_str(), g.records.len() as i64);
         }
+        if let Err(e) = self.admit_new(t.pushes.iter().map(|g| (g.queue.as_str(), g.partition.as_str()))) {
+            return Some(rollback(e.code, t.pushes.first().and_then(|g| g.indexes.first().copied()), e.message));
+        }
         let mut seen = HashSet::new();
         for g in &t.pushes {
             let window = st

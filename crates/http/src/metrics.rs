@@ -190,6 +190,15 @@ pub async fn prometheus(State(app): State<App>) -> Response {
     let failed = app.engine.failure().is_some() as u8;
     let _ = writeln!(out, "# HELP baton_storage_damaged_reads_total Reads that found stored bytes failing their checksum (never served).\n# TYPE baton_storage_damaged_reads_total counter\nbaton_storage_damaged_reads_total {}", baton_core::damage::count());
     let _ = writeln!(out, "# HELP baton_storage_failed 1 once a WAL write or sync failed.\n# TYPE baton_storage_failed gauge\nbaton_storage_failed {failed}");
+    if let Ok(QueryResult::Sizes { queues, partitions, groups }) = app.engine.query(baton_core::Query::Sizes).await {
+        for (name, help, v) in [
+            ("baton_queues", "Queues that exist (at most --max-queues).", queues),
+            ("baton_partitions", "Partitions that exist, over all queues (at most --max-partitions).", partitions),
+            ("baton_consumer_groups", "Consumer groups that exist (at most --max-groups).", groups),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+        }
+    }
     if let Ok(QueryResult::Queues(qs)) = app.engine.query(baton_core::Query::Queues).await {
         let _ =
             writeln!(out, "# HELP baton_queue_depth Messages waiting in queue mode.\n# TYPE baton_queue_depth gauge");

@@ -172,6 +172,13 @@ pub struct ServeArgs {
     /// Consumer groups that may exist at once; one more is refused `too_many_groups` (429).
     #[arg(long, env = "BATON_MAX_GROUPS", default_value_t = 100_000)]
     pub max_groups: usize,
+    /// Queues (Kafka topics) that may exist at once; one more is refused `too_many_queues` (429).
+    #[arg(long, env = "BATON_MAX_QUEUES", default_value_t = baton_core::limits::DEFAULT_MAX_QUEUES)]
+    pub max_queues: usize,
+    /// Partitions that may exist at once over all queues; one more is refused
+    /// `too_many_partitions` (429; Kafka: THROTTLING_QUOTA_EXCEEDED).
+    #[arg(long, env = "BATON_MAX_PARTITIONS", default_value_t = baton_core::limits::DEFAULT_MAX_PARTITIONS)]
+    pub max_partitions: usize,
     /// A pop leases at most as many messages as fit in this many MiB of stored batches (at
     /// least one), so one pop cannot build an answer of any size.
     #[arg(long, env = "BATON_MAX_POP_MB", default_value_t = 64)]
@@ -281,8 +288,12 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         max_entry_bytes: a.max_entry_mb.saturating_mul(1 << 20),
         max_groups: a.max_groups,
         max_pop_bytes: a.max_pop_mb.saturating_mul(1 << 20),
+        max_queues: a.max_queues,
+        max_partitions: a.max_partitions,
     };
-    cfg.limits.validate().map_err(|e| format!("--max-frame-mb/--max-entry-mb/--max-groups: {e}"))?;
+    cfg.limits
+        .validate()
+        .map_err(|e| format!("--max-frame-mb/--max-entry-mb/--max-groups/--max-queues/--max-partitions: {e}"))?;
     if a.kafka_max_frame_bytes > cfg.limits.max_entry_bytes {
         return Err(format!(
             "--kafka-max-frame-bytes ({}) must not exceed --max-entry-mb ({} bytes): one produce is one entry",
