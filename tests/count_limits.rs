@@ -125,3 +125,97 @@ async fn partitions_and_queues_past_their_bounds_are_refused_and_plan_nothing() 
     let want: Vec<u64> = [0, 1, 2, 3, 10, 11, 12].into_iter().filter(|n| *n != acked).collect();
     assert_eq!(ns, want, "the one acked above is gone; the refused ones are nowhere");
 }
+
+async fn kv(api: &Api, ops: Value) -> (u16, Value) {
+    api.post("/api/v1/kv", json!({ "operations": ops })).await
+}
+
+fn put(key: &str, bytes: usize) -> Value {
+    json!({"op": "put", "ns": "n", "key": key, "value": "v".repeat(bytes)})
+}
+
+/// KV entries and timers live in memory and in every checkpoint: `--max-kv-mb` and
+/// `--max-timers-mb` bound their bytes. A write past the bound is refused whole (in a
+/// transaction, with its ack and push); a write that shrinks what is held always goes in;
+/// the count is rebuilt after a restart.
+#[tokio::test]
+async fn kv_and_timer_bytes_past_their_bounds_are_refused_and_plan_nothing() {
+    let s = Server::start_with(&["--max-kv-mb", "1", "--max-timers-mb", "1"]);
+    let mut api = Api { s, c: client() };
+    let (st, v) = kv(&api, json!([put("a", 600_000)])).await;
+    assert_eq!(st, 200, "{v}");
+    // Two ops where the second passes the bound: neither is applied.
+    let (st, v) = kv(&api, json!([put("b", 100), put("c", 600_000)])).await;
+    assert_eq!((st, v["code"].as_str()), (429, Some("kv_full")), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("max KV MB"), "{v}");
+    let (_, v) = kv(&api, json!([{"op": "get", "ns": "n", "key": "b"}])).await;
+    assert_eq!(v["results"][0]["found"], false, "{v}");
+    // Replacing "a" by a larger value that still fits, then by a smaller one, then more keys.
+    let (st, v) = kv(&api, json!([put("a", 1_000_000)])).await;
+    assert_eq!(st, 200, "{v}");
+    let (st, v) = kv(&api, json!([put("b", 60_000)])).await;
+    assert_eq!((st, v["code"].as_str()), (429, Some("kv_full")), "{v}");
+    let (st, v) = kv(&api, json!([put("a", 10), put("b", 500_000)])).await;
+    assert_eq!(st, 200, "a shrink makes room in the same request: {v}");
+    assert!(api.metric("baton_kv_bytes").await > 500_000.0);
+
+    // A transaction with an ack, a push and a KV write past the bound: nothing of it.
+    api.push_n("q", "p", "m", 0..1).await;
+    let got = api.pop_some("q", "batch=1").await;
+    let m = &got[0];
+    let (st, v) = api
+        .post(
+            "/api/v1/transaction",
+            json!({"operations": [
+                {"type": "ack", "transactionId": m["transactionId"], "partitionId": m["partitionId"], "leaseId": m["leaseId"]},
+                {"type": "push", "items": [{"queue": "out", "payload": {"x": 1}}]}
+            ], "kv": [put("c", 600_000)]}),
+        )
+        .await;
+    assert_eq!((st, v["code"].as_str()), (429, Some("kv_full")), "{v}");
+    let (st, _) = api.get("/api/v1/resources/queues/out").await;
+    assert_eq!(st, 404, "the transaction's push made nothing");
+    let r = api.ack(m, "completed", None).await;
+    assert_eq!(r["success"], true, "the refused transaction did not take the ack: {r}");
+
+    // Timers: one of 700 KB fits, a second does not, in its own request or in a transaction
+    // (whose push is then not stored either); a cancel makes room again.
+    let timer = |key: &str, bytes: usize| {
+        use base64::Engine;
+        let payload = base64::engine::general_purpose::STANDARD.encode(format!("\"{}\"", "t".repeat(bytes)));
+        json!({"op": "schedule", "queue": "tq", "timerKey": key, "payload": payload, "delayMs": 600_000})
+    };
+    let (st, v) = api.post("/api/v1/timers", json!({"operations": [timer("t1", 700_000)]})).await;
+    assert_eq!(st, 200, "{v}");
+    let (st, v) = api.post("/api/v1/timers", json!({"operations": [timer("t2", 700_000)]})).await;
+    assert_eq!((st, v["code"].as_str()), (429, Some("timers_full")), "{v}");
+    let (st, v) = api
+        .post(
+            "/api/v1/transaction",
+            json!({"operations": [{"type": "push", "items": [{"queue": "out2", "payload": {"x": 1}}]}],
+                   "timers": [timer("t2", 700_000)]}),
+        )
+        .await;
+    assert_eq!((st, v["code"].as_str()), (429, Some("timers_full")), "{v}");
+    let (st, _) = api.get("/api/v1/resources/queues/out2").await;
+    assert_eq!(st, 404, "the transaction's push made nothing");
+    assert!(api.metric("baton_http_errors_total{status=\"429\",code=\"timers_full\"}").await >= 2.0);
+
+    // The counts are rebuilt after a restart: still full, and a cancel makes room.
+    api.s.terminate();
+    api.s.restart();
+    api.c = client();
+    let (st, v) = kv(&api, json!([put("c", 600_000)])).await;
+    assert_eq!((st, v["code"].as_str()), (429, Some("kv_full")), "{v}");
+    let (st, v) = api.post("/api/v1/timers", json!({"operations": [timer("t2", 700_000)]})).await;
+    assert_eq!((st, v["code"].as_str()), (429, Some("timers_full")), "{v}");
+    let (st, v) = api
+        .post(
+            "/api/v1/timers",
+            json!({"operations": [{"op": "cancel", "queue": "tq", "timerKey": "t1"}, timer("t2", 700_000)]}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    let (st, v) = kv(&api, json!([{"op": "delete", "ns": "n", "key": "b"}, put("c", 600_000)])).await;
+    assert_eq!(st, 200, "{v}");
+}

@@ -151,7 +151,8 @@ pub struct FetchResult {
 /// Read-only views for the resources API.
 #[derive(Debug, Clone)]
 pub enum Query {
-    /// How many queues, partitions and consumer groups exist (the bounded counts).
+    /// How many queues, partitions and consumer groups exist, and the bytes of KV entries and
+    /// timers held (the bounded counts).
     Sizes,
     Queues,
     Queue(String),
@@ -240,6 +241,8 @@ pub enum QueryResult {
         queues: usize,
         partitions: usize,
         groups: usize,
+        kv_bytes: u64,
+        timer_bytes: u64,
     },
     Queues(Vec<QueueView>),
     Queue(Option<QueueView>),

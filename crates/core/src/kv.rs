@@ -6,6 +6,8 @@
 
 use crate::command::CoreError;
 use crate::entry::Effect;
+use crate::held;
+use crate::limits::Limits;
 use crate::model::Micros;
 use crate::plan::Planner;
 use crate::state::KvEntry;
@@ -218,6 +220,16 @@ impl Planner {
         }
         let mut writes: Vec<_> = v.over.into_iter().collect();
         writes.sort_by(|a, b| a.0.cmp(&b.0));
+        // Sized against the stored entries (expired ones hold memory until swept).
+        let grow: i64 = writes
+            .iter()
+            .map(|((ns, key), e)| {
+                let old = self.state.kv.get(ns).and_then(|m| m.get(key)).map_or(0, |o| held::kv_size(ns, key, o));
+                e.as_ref().map_or(0, |e| held::kv_size(ns, key, e)) as i64 - old as i64
+            })
+            .sum();
+        let have = self.state.kv_bytes();
+        Limits::admit_held("KV entries", "kv_full", "max KV MB", have, grow, self.limits.max_kv_bytes)?;
         for ((ns, key), e) in writes {
             let eff = match e {
                 Some(e) => Effect::KvSet { ns, key, value: e.value, version: e.version, expires: e.expires },

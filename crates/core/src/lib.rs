@@ -13,6 +13,7 @@ pub mod engine;
 pub mod entry;
 pub mod failpoint;
 pub mod files;
+pub mod held;
 pub mod index;
 pub mod inspect;
 pub mod install;

@@ -26,6 +26,12 @@ pub struct Limits {
     /// Partitions that may exist at once, over all queues: each costs state and up to three
     /// files (D29). One more is refused `too_many_partitions` (429) before anything is planned.
     pub max_partitions: usize,
+    /// Bytes of KV entries (namespace, key and value) the state may hold: a write that would
+    /// grow them past it is refused `kv_full` (429); writes that shrink them always go in.
+    pub max_kv_bytes: u64,
+    /// Bytes of pending timers (queue, key, payload, partition, transaction id): a schedule
+    /// that would grow them past it is refused `timers_full` (429).
+    pub max_timer_bytes: u64,
 }
 
 pub const DEFAULT_MAX_QUEUES: usize = 100_000;
@@ -40,6 +46,8 @@ impl Default for Limits {
             max_pop_bytes: 64 << 20,
             max_queues: DEFAULT_MAX_QUEUES,
             max_partitions: DEFAULT_MAX_PARTITIONS,
+            max_kv_bytes: 1 << 30,
+            max_timer_bytes: 1 << 30,
         }
     }
 }
@@ -61,6 +69,8 @@ impl Limits {
             || self.max_pop_bytes == 0
             || self.max_queues == 0
             || self.max_partitions == 0
+            || self.max_kv_bytes == 0
+            || self.max_timer_bytes == 0
         {
             return Err("engine limits must be positive".into());
         }
@@ -73,6 +83,25 @@ impl Limits {
             "entry_too_large",
             format!("the request's entry would be {bytes} bytes; at most {} (max entry bytes)", self.max_entry_bytes),
         )
+    }
+
+    /// Refuses a write that grows what is held from `have` by `grow` bytes past `max`.
+    pub(crate) fn admit_held(
+        what: &str,
+        code: &'static str,
+        setting: &str,
+        have: u64,
+        grow: i64,
+        max: u64,
+    ) -> Result<(), CoreError> {
+        if grow <= 0 || have.saturating_add(grow as u64) <= max {
+            return Ok(());
+        }
+        Err(CoreError::new(
+            ErrorKind::Overloaded,
+            code,
+            format!("{what} hold {have} bytes and this would add {grow}; at most {max} ({setting})"),
+        ))
     }
 
     /// Refuses `more` new queues when `have` exist.

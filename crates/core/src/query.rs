@@ -46,7 +46,16 @@ pub fn run(state: &State, q: Query) -> QueryResult {
         }
         Query::Queue(name) => QueryResult::Queue(state.queue(&name).map(|q| queue_view(state, q))),
         Query::Sizes => {
-            QueryResult::Sizes { queues: state.queues.len(), partitions: state.parts.len(), groups: state.groups.len() }
+            // Counted here when apply has not counted yet (a query has the state read-only).
+            let kv_bytes = state.held.kv.unwrap_or_else(|| state.count_kv_bytes());
+            let timer_bytes = state.held.timers.unwrap_or_else(|| state.count_timer_bytes());
+            QueryResult::Sizes {
+                queues: state.queues.len(),
+                partitions: state.parts.len(),
+                groups: state.groups.len(),
+                kv_bytes,
+                timer_bytes,
+            }
         }
         Query::Groups => {
             let mut out = Vec::new();

@@ -8,6 +8,7 @@
 
 use crate::appender::PendingWrite;
 use crate::entry::{Effect, Entry};
+use crate::held;
 use crate::model::*;
 use crate::store::PartitionFiles;
 use serde::{Deserialize, Serialize};
@@ -149,9 +150,36 @@ pub struct State {
     /// planner hands them to the appender with the frame that holds their entries.
     #[serde(skip)]
     pub pending_writes: Vec<PendingWrite>,
+    /// Bytes of KV entries and timers, derived: not in checkpoints.
+    #[serde(skip)]
+    pub held: crate::held::Held,
 }
 
 impl State {
+    /// Bytes of KV entries held (expired ones too, until swept), counted on first use.
+    pub fn kv_bytes(&mut self) -> u64 {
+        match self.held.kv {
+            Some(n) => n,
+            None => *self.held.kv.insert(self.count_kv_bytes()),
+        }
+    }
+
+    /// Bytes of pending timers, counted on first use.
+    pub fn timer_bytes(&mut self) -> u64 {
+        match self.held.timers {
+            Some(n) => n,
+            None => *self.held.timers.insert(self.count_timer_bytes()),
+        }
+    }
+
+    pub(crate) fn count_kv_bytes(&self) -> u64 {
+        self.kv.iter().flat_map(|(ns, m)| m.iter().map(move |(k, e)| held::kv_size(ns, k, e))).sum()
+    }
+
+    pub(crate) fn count_timer_bytes(&self) -> u64 {
+        self.timers.iter().flat_map(|(q, m)| m.iter().map(move |(k, t)| held::timer_size(q, k, t))).sum()
+    }
+
     pub fn new(storage: StorageConfig) -> State {
         State { next_lease: 1, storage, ..Default::default() }
     }
@@ -480,11 +508,15 @@ impl State {
             }
             Effect::KvSet { ns, key, value, version, expires } => {
                 let e = KvEntry { value: value.clone(), version: *version, expires: *expires };
-                self.kv.entry(ns.clone()).or_default().insert(key.clone(), e);
+                let new = held::kv_size(ns, key, &e);
+                let old = self.kv.entry(ns.clone()).or_default().insert(key.clone(), e);
+                held::moved(&mut self.held.kv, old.map_or(0, |o| held::kv_size(ns, key, &o)), new);
             }
             Effect::KvDel { ns, key } => {
                 if let Some(m) = self.kv.get_mut(ns) {
-                    m.remove(key);
+                    if let Some(o) = m.remove(key) {
+                        held::moved(&mut self.held.kv, held::kv_size(ns, key, &o), 0);
+                    }
                     if m.is_empty() {
                         self.kv.remove(ns);
                     }
@@ -492,15 +524,16 @@ impl State {
             }
             Effect::TimerSet { queue, key, fire_at, payload, partition, txn } => {
                 let m = self.timers.entry(queue.clone()).or_default();
-                if let Some(old) = m.insert(
-                    key.clone(),
-                    Timer {
-                        fire_at: *fire_at,
-                        payload: payload.clone(),
-                        partition: partition.clone(),
-                        txn: txn.clone(),
-                    },
-                ) {
+                let t = Timer {
+                    fire_at: *fire_at,
+                    payload: payload.clone(),
+                    partition: partition.clone(),
+                    txn: txn.clone(),
+                };
+                let new = held::timer_size(queue, key, &t);
+                let old = m.insert(key.clone(), t);
+                held::moved(&mut self.held.timers, old.as_ref().map_or(0, |o| held::timer_size(queue, key, o)), new);
+                if let Some(old) = old {
                     self.timer_due.remove(&(old.fire_at, queue.clone(), key.clone()));
                 }
                 self.timer_due.insert((*fire_at, queue.clone(), key.clone()));
@@ -508,6 +541,7 @@ impl State {
             Effect::TimerDel { queue, key } => {
                 if let Some(m) = self.timers.get_mut(queue) {
                     if let Some(old) = m.remove(key) {
+                        held::moved(&mut self.held.timers, held::timer_size(queue, key, &old), 0);
                         self.timer_due.remove(&(old.fire_at, queue.clone(), key.clone()));
                     }
                     if m.is_empty() {

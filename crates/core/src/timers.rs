@@ -5,6 +5,8 @@
 
 use crate::command::{CoreError, PushGroup, PushRecord, PushStatus};
 use crate::entry::Effect;
+use crate::held;
+use crate::limits::Limits;
 use crate::model::{valid_name, Micros, DEFAULT_PARTITION};
 use crate::plan::Planner;
 
@@ -72,7 +74,55 @@ pub fn validate(ops: &[TimerOp]) -> Result<(), CoreError> {
 }
 
 impl Planner {
+    /// Refuses `ops` when the timers they leave would pass `max_timer_bytes`: judged before
+    /// anything is planned (a transaction asks before its first effect).
+    pub(crate) fn admit_timers(&mut self, ops: &[TimerOp]) -> Result<(), CoreError> {
+        // Per timer touched: its size and its payload's, as the ops before left them.
+        type Sizes<'a> = Vec<((&'a str, &'a str), Option<(u64, u64)>)>;
+        let mut after: Sizes = Vec::new();
+        let mut grow: i64 = 0;
+        for op in ops {
+            let (TimerOp::Schedule { queue, key, .. }
+            | TimerOp::Reschedule { queue, key, .. }
+            | TimerOp::Cancel { queue, key }) = op;
+            let name = (queue.as_str(), key.as_str());
+            let at = after.iter().position(|(n, _)| *n == name);
+            let now = match at {
+                Some(i) => after[i].1,
+                None => self
+                    .state
+                    .timers
+                    .get(queue)
+                    .and_then(|m| m.get(key))
+                    .map(|t| (held::timer_size(queue, key, t), t.payload.len() as u64)),
+            };
+            let next = match op {
+                TimerOp::Schedule { payload, partition, txn, .. } => {
+                    let part = partition.as_deref().unwrap_or(DEFAULT_PARTITION);
+                    Some((
+                        (queue.len() + key.len() + payload.len() + part.len() + txn.len()) as u64,
+                        payload.len() as u64,
+                    ))
+                }
+                // Moves only a timer that exists; a new payload replaces the old one.
+                TimerOp::Reschedule { payload: Some(p), .. } => {
+                    now.map(|(size, old)| (size - old + p.len() as u64, p.len() as u64))
+                }
+                TimerOp::Reschedule { payload: None, .. } => now,
+                TimerOp::Cancel { .. } => None,
+            };
+            grow += next.map_or(0, |n| n.0) as i64 - now.map_or(0, |n| n.0) as i64;
+            match at {
+                Some(i) => after[i].1 = next,
+                None => after.push((name, next)),
+            }
+        }
+        let have = self.state.timer_bytes();
+        Limits::admit_held("timers", "timers_full", "max timers MB", have, grow, self.limits.max_timer_bytes)
+    }
+
     pub fn timers(&mut self, ops: &[TimerOp]) -> Result<Vec<TimerResult>, CoreError> {
+        self.admit_timers(ops)?;
         let now = self.now();
         let mut out = Vec::with_capacity(ops.len());
         for op in ops {

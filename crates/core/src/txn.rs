@@ -60,6 +60,8 @@ impl Planner {
         if let Some(r) = self.check_txn(&t) {
             return Ok(r);
         }
+        // Before the first effect (the KV writes below): past the bound, nothing is planned.
+        self.admit_timers(&t.timers)?;
         // KV preconditions are judged first: a lost one must leave no ack or push behind.
         let kv_results = match self.kv(&t.kv)? {
             Ok(r) => r,

@@ -179,6 +179,14 @@ pub struct ServeArgs {
     /// `too_many_partitions` (429; Kafka: THROTTLING_QUOTA_EXCEEDED).
     #[arg(long, env = "BATON_MAX_PARTITIONS", default_value_t = baton_core::limits::DEFAULT_MAX_PARTITIONS)]
     pub max_partitions: usize,
+    /// MiB of KV entries (namespace, key, value) the state may hold; a write growing them
+    /// past it is refused `kv_full` (429).
+    #[arg(long, env = "BATON_MAX_KV_MB", default_value_t = 1024)]
+    pub max_kv_mb: u64,
+    /// MiB of pending timers the state may hold; a schedule growing them past it is refused
+    /// `timers_full` (429).
+    #[arg(long, env = "BATON_MAX_TIMERS_MB", default_value_t = 1024)]
+    pub max_timers_mb: u64,
     /// A pop leases at most as many messages as fit in this many MiB of stored batches (at
     /// least one), so one pop cannot build an answer of any size.
     #[arg(long, env = "BATON_MAX_POP_MB", default_value_t = 64)]
@@ -290,10 +298,14 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         max_pop_bytes: a.max_pop_mb.saturating_mul(1 << 20),
         max_queues: a.max_queues,
         max_partitions: a.max_partitions,
+        max_kv_bytes: a.max_kv_mb.saturating_mul(1 << 20),
+        max_timer_bytes: a.max_timers_mb.saturating_mul(1 << 20),
     };
-    cfg.limits
-        .validate()
-        .map_err(|e| format!("--max-frame-mb/--max-entry-mb/--max-groups/--max-queues/--max-partitions: {e}"))?;
+    cfg.limits.validate().map_err(|e| {
+        format!(
+            "--max-frame-mb/--max-entry-mb/--max-groups/--max-queues/--max-partitions/--max-kv-mb/--max-timers-mb: {e}"
+        )
+    })?;
     if a.kafka_max_frame_bytes > cfg.limits.max_entry_bytes {
         return Err(format!(
             "--kafka-max-frame-bytes ({}) must not exceed --max-entry-mb ({} bytes): one produce is one entry",
