@@ -6,93 +6,13 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::cluster::{leader, partition_files, Cluster};
-use parking_lot::Mutex;
+use common::cluster::{leader, Cluster};
+use common::load::{client, drain_following, judge, push_one, same_files, wait_applied, writers, Outcomes};
 use serde_json::{json, Value};
-
-/// (payload id, when it was sent, answered 201 queued?) for every push a writer made.
-type Outcomes = Arc<Mutex<Vec<(String, Instant, bool)>>>;
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder().timeout(Duration::from_secs(5)).build().unwrap()
-}
-
-/// One push of one message to whichever member `at` points at; moves `at` on a refusal.
-async fn push_one(c: &reqwest::Client, urls: &[String], at: &mut usize, id: &str) -> bool {
-    let body = json!({"items": [{"queue": "q", "payload": {"id": id}}]});
-    let Ok(r) = c.post(format!("{}/api/v1/push", urls[*at])).json(&body).send().await else {
-        *at = (*at + 1) % 3;
-        return false;
-    };
-    let status = r.status().as_u16();
-    let v: Value = r.json().await.unwrap_or(Value::Null);
-    if status == 201 && v[0]["status"] == "queued" {
-        return true;
-    }
-    if v["code"] == "not_leader" || status == 503 {
-        *at = (*at + 1) % 3;
-    }
-    false
-}
-
-fn writers(cluster: &Cluster, stop: &Arc<AtomicBool>, out: &Outcomes, n: usize) -> Vec<tokio::task::JoinHandle<()>> {
-    let urls: Arc<Vec<String>> = Arc::new(cluster.members.iter().map(|m| m.url("")).collect());
-    (0..n)
-        .map(|w| {
-            let (urls, stop, out) = (Arc::clone(&urls), Arc::clone(stop), Arc::clone(out));
-            tokio::spawn(async move {
-                let c = client();
-                let mut at = w % 3;
-                // Bounded: 20,000 pushes per writer at most.
-                for seq in 0..20_000 {
-                    if stop.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    let id = format!("w{w}-{seq}");
-                    let sent = Instant::now();
-                    let ok = push_one(&c, &urls, &mut at, &id).await;
-                    out.lock().push((id, sent, ok));
-                    if !ok {
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                    }
-                }
-            })
-        })
-        .collect()
-}
-
-/// Everything in queue `q`, through pops with auto-ack from the leader, until it is empty.
-async fn drain(c: &reqwest::Client, cluster: &Cluster) -> Vec<String> {
-    let mut got = Vec::new();
-    for _ in 0..1000 {
-        let l = leader(c, cluster, Duration::from_secs(20)).await;
-        match common::cluster::pop_ids(c, &cluster.members[l].url("")).await {
-            Some(ids) => got.extend(ids),
-            None => return got,
-        }
-    }
-    panic!("the queue did not drain in 1000 pops");
-}
-
-/// Every 201 is there once; nothing is there twice; nothing is there that was not pushed.
-fn judge(outcomes: &[(String, Instant, bool)], got: &[String]) {
-    let mut seen = BTreeSet::new();
-    for id in got {
-        assert!(seen.insert(id.as_str()), "{id} delivered twice");
-    }
-    let pushed: BTreeMap<&str, bool> = outcomes.iter().map(|(id, _, ok)| (id.as_str(), *ok)).collect();
-    for id in got {
-        assert!(pushed.contains_key(id.as_str()), "{id} delivered but never pushed");
-    }
-    let lost: Vec<&&str> =
-        pushed.iter().filter(|(_, ok)| **ok).map(|(id, _)| id).filter(|id| !seen.contains(**id)).collect();
-    assert!(lost.is_empty(), "answered 201 but lost: {lost:?}");
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_leaders_lose_no_answered_push_and_the_replicas_match() {
@@ -125,38 +45,12 @@ async fn killed_leaders_lose_no_answered_push_and_the_replicas_match() {
     eprintln!("from SIGKILL to the next answered push: {failovers:?}");
     let outcomes = out.lock().clone();
     assert!(outcomes.iter().filter(|(_, _, ok)| *ok).count() > 100, "the writers made progress");
-    let got = drain(&c, &cluster).await;
+    let got = drain_following(&c, &cluster).await;
     judge(&outcomes, &got);
 
     // The same committed log, applied on every member: the same partition files.
-    let l = leader(&c, &cluster, Duration::from_secs(20)).await;
-    let v = common::cluster::view(&c, &cluster.members[l]).await.unwrap();
-    let last = v["lastLogIndex"].as_u64().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    for m in &cluster.members {
-        loop {
-            let applied = common::cluster::view(&c, m).await.and_then(|v| v["lastApplied"].as_u64()).unwrap_or(0);
-            if applied >= last {
-                break;
-            }
-            assert!(Instant::now() < deadline, "member {} did not apply through {last}", m.id);
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-    cluster.stop_all();
-    let files: Vec<_> = cluster.members.iter().map(|m| partition_files(&m.dir)).collect();
-    assert!(!files[0].is_empty());
-    for (i, f) in files.iter().enumerate().skip(1) {
-        assert_eq!(
-            f.keys().collect::<Vec<_>>(),
-            files[0].keys().collect::<Vec<_>>(),
-            "member {} has other files",
-            i + 1
-        );
-        for (path, bytes) in f {
-            assert!(bytes == &files[0][path], "member {}: {path} differs from member 1's", i + 1);
-        }
-    }
+    wait_applied(&c, &cluster).await;
+    same_files(&mut cluster);
 }
 
 /// A leader stopped past the election timeout wakes up to a newer term. Its followers were
@@ -214,22 +108,10 @@ async fn a_paused_leader_answers_nothing_ok_that_the_majority_did_not_commit() {
         assert!(Instant::now() < deadline, "the old leader never followed the new one: {v:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let got = drain(&c, &cluster).await;
+    let got = drain_following(&c, &cluster).await;
     assert_eq!(got, vec!["before".to_string(), "fresh".to_string()], "the stale push is nowhere");
-    let l = leader(&c, &cluster, Duration::from_secs(20)).await;
-    let last = common::cluster::view(&c, &cluster.members[l]).await.unwrap()["lastLogIndex"].as_u64().unwrap();
-    for m in &cluster.members {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while common::cluster::view(&c, m).await.and_then(|v| v["lastApplied"].as_u64()).unwrap_or(0) < last {
-            assert!(Instant::now() < deadline, "member {} did not apply through {last}", m.id);
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-    cluster.stop_all();
-    let files: Vec<_> = cluster.members.iter().map(|m| partition_files(&m.dir)).collect();
-    for (i, f) in files.iter().enumerate().skip(1) {
-        assert!(f == &files[0], "member {}'s partition files differ from member 1's", i + 1);
-    }
+    wait_applied(&c, &cluster).await;
+    same_files(&mut cluster);
 }
 
 /// A leader whose followers are both gone cannot commit: a push to it is answered 503
@@ -264,7 +146,7 @@ async fn a_leader_without_a_majority_answers_unknown_in_bounded_time() {
         assert!(Instant::now() < deadline, "the cluster took no write after its followers came back");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let got = drain(&c, &cluster).await;
+    let got = drain_following(&c, &cluster).await;
     assert!(got.contains(&"later".to_string()));
     assert!(got.iter().filter(|id| *id == "alone").count() <= 1, "{got:?}");
 }
@@ -343,4 +225,46 @@ async fn a_lease_survives_a_failover_to_a_leader_whose_clock_runs_ahead() {
         assert!(Instant::now() < deadline, "the message never came back after its lease");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// A member that does not lead plans nothing, not even what time alone makes happen. A
+/// follower restarted while a lease is live holds that lease in its state; before this was
+/// enforced its tick planned the lease's expiry itself, the log refused the entry ("this
+/// member does not lead"), the engine latched and rebuilt, over and over, and a checkpoint
+/// of such a planned state could stand in for the committed entries at its indexes (the
+/// replicas' files then differed: tests/cluster_partition.rs found it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_plans_no_lease_expiry_of_its_own() {
+    let mut cluster = Cluster::start(&["--checkpoint-interval-secs", "1"]);
+    let c = client();
+    let l = leader(&c, &cluster, Duration::from_secs(20)).await;
+    let r = c
+        .post(cluster.members[l].url("/api/v1/configure"))
+        .json(&json!({"queue": "q", "options": {"leaseTime": 2}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let urls: Vec<String> = cluster.members.iter().map(|m| m.url("")).collect();
+    let mut at = l;
+    assert!(push_one(&c, &urls, &mut at, "one").await);
+    let r = c.get(cluster.members[l].url("/api/v1/pop/queue/q?batch=1&wait=false")).send().await.unwrap();
+    assert_eq!(r.status(), 200, "leased");
+    let f = (0..3).find(|i| *i != l).unwrap();
+    // The follower's next checkpoint holds the lease; it starts again from it.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    cluster.restart(f);
+    // Past the lease's end, with time for a few ticks.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let log = cluster.members[f].log();
+    assert!(!log.contains("storage failed"), "the follower planned and latched:\n{}", common::cluster::tail(&log));
+    let r = c.get(cluster.members[f].url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(r.contains("baton_storage_failed 0"), "the follower is latched");
+    // The leader expired the lease: the message comes back, once.
+    let mut at = l;
+    assert!(push_one(&c, &urls, &mut at, "two").await);
+    let got = drain_following(&c, &cluster).await;
+    assert_eq!(got, ["one", "two"]);
+    wait_applied(&c, &cluster).await;
+    same_files(&mut cluster);
 }

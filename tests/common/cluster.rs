@@ -60,13 +60,23 @@ impl Cluster {
 
     /// [`Cluster::start`] with each member's own flags and environment, by id.
     pub fn start_each(extra: &[&str], each: impl Fn(u64) -> (Vec<String>, Vec<(String, String)>)) -> Cluster {
+        Self::start_on(extra, [free_port(), free_port(), free_port()], each)
+    }
+
+    /// [`Cluster::start_each`] on these Raft ports (members 1, 2, 3), for a test that puts
+    /// something in front of them before the members start (a proxy per link).
+    pub fn start_on(
+        extra: &[&str],
+        raft: [u16; 3],
+        each: impl Fn(u64) -> (Vec<String>, Vec<(String, String)>),
+    ) -> Cluster {
         let tmp = tempfile::tempdir().expect("temp dir");
         let members: Vec<Member> = (1..=3)
             .map(|id| Member {
                 id,
                 http: free_port(),
                 kafka: free_port(),
-                raft: free_port(),
+                raft: raft[id as usize - 1],
                 dir: tmp.path().join(format!("n{id}")),
                 child: None,
                 args: each(id).0,

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 pub mod api;
 pub mod cli;
 pub mod cluster;
+pub mod load;
 pub mod pipeline;
 
 use std::process::{Child, Command, ExitStatus, Stdio};

@@ -443,6 +443,36 @@ impl PlannerLoop {
             }
             self.p.state.confirm_index_writes();
         }
+        // A member that does not lead plans nothing (D40), from a request or from a tick: a
+        // lease expiry planned here would take an index the leader gives another entry, and
+        // the committed entry at that index would then be taken for this one.
+        if self.shared.writable.load(Ordering::Acquire) {
+            self.plan_tick();
+        } else {
+            // The leader expires these; promotion rebuilds the heap from the state. Dropped
+            // here so a long-lived follower's heap holds only leases still running.
+            let now = wall_micros();
+            while self.lease_expiries.peek().is_some_and(|Reverse((t, _, _))| *t <= now) {
+                self.lease_expiries.pop();
+            }
+        }
+        if self.failed().is_some() {
+            return;
+        }
+        if self.last_prune.elapsed() >= Duration::from_secs(10) {
+            self.last_prune = Instant::now();
+            self.shared.prune_notifiers();
+        }
+        if self.last_checkpoint.elapsed() >= self.cfg.checkpoint_interval {
+            if let Err(e) = self.checkpoint(false) {
+                self.checkpoint_failed(&self.shared.clone(), e);
+            }
+        }
+    }
+
+    /// What time alone makes happen: leases run out, retention, timers fire, expired KV
+    /// entries go. Planned, then settled like any request.
+    fn plan_tick(&mut self) {
         let now = wall_micros();
         let mut due = Vec::new();
         while self.lease_expiries.peek().is_some_and(|Reverse((t, _, _))| *t <= now) {
@@ -486,16 +516,7 @@ impl PlannerLoop {
         if let Err(e) = self.p.sweep_kv(&mut self.kv_sweep, KV_SWEEP_PER_TICK) {
             tracing::error!(error = %e, "sweeping expired KV entries failed");
         }
-        if self.last_prune.elapsed() >= Duration::from_secs(10) {
-            self.last_prune = Instant::now();
-            self.shared.prune_notifiers();
-        }
         self.settle(Box::new(|_| {}));
-        if self.last_checkpoint.elapsed() >= self.cfg.checkpoint_interval {
-            if let Err(e) = self.checkpoint(false) {
-                self.checkpoint_failed(&self.shared.clone(), e);
-            }
-        }
     }
 
     /// Snapshot the state as of the last submitted frame. The file work runs on

@@ -43,6 +43,9 @@ pub struct NodeConfig {
     /// What this member tells the others about itself at `/raft/about` (its HTTP and Kafka
     /// addresses, D42).
     pub about: About,
+    /// Where to dial members instead of the Raft address their membership entry gives (a
+    /// different interface or a NAT in a deployment; a proxy in a fault test).
+    pub routes: std::collections::BTreeMap<NodeId, String>,
 }
 
 impl NodeConfig {
@@ -60,6 +63,7 @@ impl NodeConfig {
             max_rpc_bytes: network::DEFAULT_MAX_RPC_BYTES,
             install_timeout: Duration::from_secs(60),
             about: About::new(),
+            routes: Default::default(),
         }
     }
 
@@ -100,7 +104,7 @@ impl<A: Applier> Node<A> {
         let listener =
             TcpListener::bind(cfg.listen).await.map_err(|e| format!("raft listener on {}: {e}", cfg.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let routes = network::Routes::default();
+        let routes = network::Routes::new(parking_lot::RwLock::new(cfg.routes.clone()));
         let net = Network::new(cfg.max_rpc_bytes, Arc::clone(&routes));
         let raft =
             Raft::new(cfg.id, raft_cfg, net, log.clone(), machine.clone()).await.map_err(|e| format!("raft: {e}"))?;

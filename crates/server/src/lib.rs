@@ -205,6 +205,10 @@ pub struct ServeArgs {
     /// cluster the first time.
     #[arg(long, env = "BATON_PEERS", requires = "node_id")]
     pub peers: Option<String>,
+    /// Where this member dials others instead of the Raft address the membership gives them:
+    /// `ID=HOST:PORT`, comma-separated (another interface, a NAT, or a proxy in a fault test).
+    #[arg(long, env = "BATON_RAFT_ROUTES", requires = "node_id")]
+    pub raft_routes: Option<String>,
     /// How often a Raft leader tells its followers it is there, in ms.
     #[arg(long, env = "BATON_RAFT_HEARTBEAT_MS", default_value_t = 100)]
     pub raft_heartbeat_ms: u64,
@@ -445,17 +449,23 @@ async fn change_membership(
     })
 }
 
-/// `ID=HOST:PORT,...` into ids and Raft addresses; every id once, this node's among them.
-pub fn parse_peers(peers: &str, me: u64) -> Result<std::collections::BTreeMap<u64, String>, String> {
+/// `ID=HOST:PORT,...` into ids and addresses; every id once.
+fn parse_addrs(flag: &str, list: &str) -> Result<std::collections::BTreeMap<u64, String>, String> {
     let mut out = std::collections::BTreeMap::new();
-    for part in peers.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (id, addr) = part.split_once('=').ok_or_else(|| format!("--peers {part}: expected ID=HOST:PORT"))?;
-        let id: u64 = id.trim().parse().map_err(|_| format!("--peers {part}: {id} is not a node id"))?;
-        addr.trim().parse::<SocketAddr>().map_err(|e| format!("--peers {part}: {addr}: {e}"))?;
+    for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (id, addr) = part.split_once('=').ok_or_else(|| format!("{flag} {part}: expected ID=HOST:PORT"))?;
+        let id: u64 = id.trim().parse().map_err(|_| format!("{flag} {part}: {id} is not a node id"))?;
+        addr.trim().parse::<SocketAddr>().map_err(|e| format!("{flag} {part}: {addr}: {e}"))?;
         if out.insert(id, addr.trim().to_string()).is_some() {
-            return Err(format!("--peers names node {id} twice"));
+            return Err(format!("{flag} names node {id} twice"));
         }
     }
+    Ok(out)
+}
+
+/// `ID=HOST:PORT,...` into ids and Raft addresses; every id once, this node's among them.
+pub fn parse_peers(peers: &str, me: u64) -> Result<std::collections::BTreeMap<u64, String>, String> {
+    let out = parse_addrs("--peers", peers)?;
     if !out.contains_key(&me) {
         return Err(format!("--peers does not name this node (--node-id {me})"));
     }
@@ -476,6 +486,9 @@ async fn start_member(
     // A member's snapshot is its engine's checkpoint, asked for after each one (D43).
     node.snapshot_every = None;
     node.keep_behind_snapshot = a.raft_keep_entries;
+    if let Some(r) = &a.raft_routes {
+        node.routes = parse_addrs("--raft-routes", r)?;
+    }
     let (_, kafka_host, kafka_port) = kafka_addrs(a)?;
     if kafka_port == 0 {
         return Err("a cluster member's Kafka port must be fixed (--kafka-addr or --kafka-advertised-addr): the other members name it".into());
