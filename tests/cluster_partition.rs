@@ -128,7 +128,12 @@ fn consumer(cluster: &Cluster, stop: &Arc<AtomicBool>) -> tokio::task::JoinHandl
                 // 200 answers each ack (success or a clean refusal, e.g. the lease ran out);
                 // anything else leaves the ack's outcome open.
                 let answer = match r {
-                    Ok(r) if r.status() == 200 => r.json::<Value>().await.ok().map(|v| v[0]["success"] == true),
+                    Ok(r) if r.status() == 200 => r
+                        .json::<Value>()
+                        .await
+                        .ok()
+                        .filter(|v| v[0]["code"] != "outcome_unknown")
+                        .map(|v| v[0]["success"] == true),
                     _ => None,
                 };
                 match answer {

@@ -123,7 +123,7 @@ impl Planner {
                 .partition
                 .parse::<u32>()
                 .map_err(|_| CoreError::bad("invalid_partition", "Kafka partitions are numbers"))?;
-            self.create_topic(&r.topic, n + 1)?;
+            self.create_topic(&r.topic, n.saturating_add(1))?;
             return self.produce(r);
         };
         // Every batch is decided before any effect is emitted: a partition's

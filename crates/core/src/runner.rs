@@ -459,6 +459,7 @@ impl PlannerLoop {
         if self.failed().is_some() {
             return;
         }
+        self.settle(Box::new(|_| {}));
         if self.last_prune.elapsed() >= Duration::from_secs(10) {
             self.last_prune = Instant::now();
             self.shared.prune_notifiers();
@@ -471,7 +472,7 @@ impl PlannerLoop {
     }
 
     /// What time alone makes happen: leases run out, retention, timers fire, expired KV
-    /// entries go. Planned, then settled like any request.
+    /// entries go. Planned; the tick then settles them like any request.
     fn plan_tick(&mut self) {
         let now = wall_micros();
         let mut due = Vec::new();
@@ -516,7 +517,6 @@ impl PlannerLoop {
         if let Err(e) = self.p.sweep_kv(&mut self.kv_sweep, KV_SWEEP_PER_TICK) {
             tracing::error!(error = %e, "sweeping expired KV entries failed");
         }
-        self.settle(Box::new(|_| {}));
     }
 
     /// Snapshot the state as of the last submitted frame. The file work runs on
