@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cluster::{leader, Cluster};
-use common::load::{client, drain_following, judge, push_one, same_files, wait_applied, writers, Outcomes};
+use common::load::{client, drain_following, judge, lease_time, push_one, same_files, wait_applied, writers, Outcomes};
 use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -238,13 +238,7 @@ async fn a_follower_plans_no_lease_expiry_of_its_own() {
     let mut cluster = Cluster::start(&["--checkpoint-interval-secs", "1"]);
     let c = client();
     let l = leader(&c, &cluster, Duration::from_secs(20)).await;
-    let r = c
-        .post(cluster.members[l].url("/api/v1/configure"))
-        .json(&json!({"queue": "q", "options": {"leaseTime": 2}}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    lease_time(&c, &cluster, l, 2).await;
     let urls: Vec<String> = cluster.members.iter().map(|m| m.url("")).collect();
     let mut at = l;
     assert!(push_one(&c, &urls, &mut at, "one").await);

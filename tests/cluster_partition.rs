@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use baton_check::proxy::{Link, Proxy};
 use common::cluster::{leader, view, Cluster};
 use common::free_port;
-use common::load::{client, drain_following, judge, push_one, same_files, wait_applied, writers, Outcomes};
+use common::load::{client, drain_following, judge, lease_time, push_one, same_files, wait_applied, writers, Outcomes};
 use serde_json::{json, Value};
 
 /// One proxy per directed link (from, to), by member id.
@@ -161,13 +161,7 @@ async fn partitions_and_flapping_links_lose_no_answered_push_and_the_replicas_ma
     let c = client();
     let l = leader(&c, &cluster, Duration::from_secs(20)).await;
     // Short leases: a pop whose ack was lost to a cut holds its partition only this long.
-    let r = c
-        .post(cluster.members[l].url("/api/v1/configure"))
-        .json(&json!({"queue": "q", "options": {"leaseTime": 2}}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    lease_time(&c, &cluster, l, 2).await;
     let stop = Arc::new(AtomicBool::new(false));
     let out: Outcomes = Arc::default();
     let tasks = writers(&cluster, &stop, &out, 4);

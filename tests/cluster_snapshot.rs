@@ -11,7 +11,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::cluster::{drain, field, leader, partition_files, push, wait_all, wait_known, Cluster};
+use common::cluster::{drain, field, leader, push, wait_all, wait_known, Cluster};
 use serde_json::Value;
 
 fn client() -> reqwest::Client {
@@ -70,20 +70,7 @@ async fn a_wiped_member_comes_back_from_a_snapshot_and_every_log_is_compacted() 
     wait_all(&c, &cluster, "lastApplied", last, "every member applied the whole log").await;
 
     // The same committed log on every member: the same partition files, byte for byte.
-    cluster.stop_all();
-    let files: Vec<_> = cluster.members.iter().map(|m| partition_files(&m.dir)).collect();
-    assert!(!files[0].is_empty());
-    for (i, fs) in files.iter().enumerate().skip(1) {
-        assert_eq!(
-            fs.keys().collect::<Vec<_>>(),
-            files[0].keys().collect::<Vec<_>>(),
-            "member {} has other files",
-            i + 1
-        );
-        for (path, bytes) in fs {
-            assert!(bytes == &files[0][path], "member {}: {path} differs from member 1's", i + 1);
-        }
-    }
+    common::load::same_files(&mut cluster);
 
     // Each member starts again from its own snapshot (the wiped one from the one it
     // received); every message pushed and not consumed is there once.

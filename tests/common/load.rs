@@ -96,6 +96,17 @@ pub fn judge(outcomes: &[(String, Instant, bool)], got: &[String]) {
     assert!(lost.is_empty(), "answered 201 but lost: {lost:?}");
 }
 
+/// Sets queue `q`'s lease time on member `i` (it forwards to the leader if it does not lead).
+pub async fn lease_time(c: &reqwest::Client, cluster: &Cluster, i: usize, secs: u64) {
+    let r = c
+        .post(cluster.members[i].url("/api/v1/configure"))
+        .json(&json!({"queue": "q", "options": {"leaseTime": secs}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
 /// Waits until every running member applied the leader's whole log (at most 20 s).
 pub async fn wait_applied(c: &reqwest::Client, cluster: &Cluster) {
     let l = leader(c, cluster, Duration::from_secs(20)).await;

@@ -106,30 +106,32 @@ impl Limits {
 
     /// Refuses `more` new queues when `have` exist.
     pub(crate) fn admit_queues(&self, have: usize, more: usize) -> Result<(), CoreError> {
-        if have.saturating_add(more) <= self.max_queues {
-            return Ok(());
-        }
-        Err(CoreError::new(
-            ErrorKind::Overloaded,
-            "too_many_queues",
-            format!("{have} queues exist and this would make {more} more; at most {} (max queues)", self.max_queues),
-        ))
+        admit_count("queues", "too_many_queues", "max queues", have, more, self.max_queues)
     }
 
     /// Refuses `more` new partitions when `have` exist.
     pub(crate) fn admit_partitions(&self, have: usize, more: usize) -> Result<(), CoreError> {
-        if have.saturating_add(more) <= self.max_partitions {
-            return Ok(());
-        }
-        Err(CoreError::new(
-            ErrorKind::Overloaded,
-            "too_many_partitions",
-            format!(
-                "{have} partitions exist and this would make {more} more; at most {} (max partitions)",
-                self.max_partitions
-            ),
-        ))
+        admit_count("partitions", "too_many_partitions", "max partitions", have, more, self.max_partitions)
     }
+}
+
+/// Refuses making `more` of `what` when `have` exist and at most `max` may.
+fn admit_count(
+    what: &str,
+    code: &'static str,
+    setting: &str,
+    have: usize,
+    more: usize,
+    max: usize,
+) -> Result<(), CoreError> {
+    if have.saturating_add(more) <= max {
+        return Ok(());
+    }
+    Err(CoreError::new(
+        ErrorKind::Overloaded,
+        code,
+        format!("{have} {what} exist and this would make {more} more; at most {max} ({setting})"),
+    ))
 }
 
 /// Longest delay a timer may be scheduled with, and longest KV time-to-live: ten years.
