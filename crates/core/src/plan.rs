@@ -49,7 +49,10 @@ impl Planner {
         Self::with_limits(state, Limits::default())
     }
 
-    pub fn with_limits(state: State, limits: Limits) -> Planner {
+    pub fn with_limits(mut state: State, limits: Limits) -> Planner {
+        // Counted once per load, then kept by apply: a follower's /metrics never recounts.
+        state.kv_bytes();
+        state.timer_bytes();
         Planner {
             state,
             ts: 0,

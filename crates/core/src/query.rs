@@ -46,7 +46,7 @@ pub fn run(state: &State, q: Query) -> QueryResult {
         }
         Query::Queue(name) => QueryResult::Queue(state.queue(&name).map(|q| queue_view(state, q))),
         Query::Sizes => {
-            // Counted here when apply has not counted yet (a query has the state read-only).
+            // Counted when the planner was made (Planner::with_limits); recounted only if not.
             let kv_bytes = state.held.kv.unwrap_or_else(|| state.count_kv_bytes());
             let timer_bytes = state.held.timers.unwrap_or_else(|| state.count_timer_bytes());
             QueryResult::Sizes {
