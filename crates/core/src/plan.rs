@@ -242,17 +242,17 @@ impl Planner {
     /// would create pass `max_queues` or `max_partitions`: checked before the first effect,
     /// so a refusal plans nothing.
     pub(crate) fn admit_new<'a>(&self, names: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<(), CoreError> {
-        let (mut queues, mut parts): (Vec<&str>, Vec<(&str, &str)>) = (Vec::new(), Vec::new());
+        // Sets, not lists: a transaction may name very many partitions.
+        let (mut queues, mut parts): (HashSet<&str>, HashSet<(&str, &str)>) = (HashSet::new(), HashSet::new());
         for (q, p) in names {
             match self.state.queue_ids.get(q) {
                 Some(id) if self.state.queues[id].part_by_name.contains_key(p) => continue,
                 Some(_) => {}
-                None if queues.contains(&q) => {}
-                None => queues.push(q),
+                None => {
+                    queues.insert(q);
+                }
             }
-            if !parts.contains(&(q, p)) {
-                parts.push((q, p));
-            }
+            parts.insert((q, p));
         }
         self.limits.admit_queues(self.state.queues.len(), queues.len())?;
         self.limits.admit_partitions(self.state.parts.len(), parts.len())
