@@ -44,7 +44,7 @@ impl Member {
         std::fs::read_to_string(self.dir.with_extension("log")).unwrap_or_default()
     }
 
-    fn signal(&self, sig: i32) {
+    pub fn signal(&self, sig: i32) {
         if let Some(pid) = self.pid() {
             // SAFETY: signals only a child this test spawned.
             unsafe { libc::kill(pid as i32, sig) };

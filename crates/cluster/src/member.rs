@@ -190,7 +190,39 @@ async fn rebuild(engine: &Engine, node: &Arc<Node<EngineApplier>>) -> Result<(),
     .map_err(|e| e.to_string())?
 }
 
+/// What a leading member does before it stops (D45): proposals stop (appends wait), the
+/// frames in flight are answered, then a caught-up voter is asked to stand. Whatever the
+/// outcome, the member then proposes nothing more in its term: it is rebuilt as after a
+/// step down, and serves by forwarding to whoever leads.
+pub struct Leaving {
+    node: Arc<Node<EngineApplier>>,
+    log: Arc<RaftLog>,
+    engine: Engine,
+}
+
+impl Leaving {
+    /// The member that leads after the hand-over; an error says why there was none (this
+    /// member did not lead, a membership change was under way, no voter caught up).
+    pub async fn run(self, within: Duration) -> Result<NodeId, String> {
+        if !self.engine.is_writable() {
+            return Err("this member does not lead".into());
+        }
+        let t0 = tokio::time::Instant::now();
+        let Some(hold) = self.log.hold(within).await else {
+            return Err(format!("the frames in flight were not answered within {within:?}"));
+        };
+        let res = self.node.hand_over(within.saturating_sub(t0.elapsed())).await;
+        // Not resumed: numbering stops and the term counts as lost (the hold's rule).
+        drop(hold);
+        res
+    }
+}
+
 impl Member {
+    pub fn leaving(&self) -> Leaving {
+        Leaving { node: Arc::clone(&self.node), log: Arc::clone(&self.log), engine: self.engine.clone() }
+    }
+
     /// Whether the engine plans (this member leads and has been promoted).
     pub fn is_leading(&self) -> bool {
         self.engine.is_writable()

@@ -17,6 +17,7 @@
 
 pub mod codec;
 pub mod directory;
+pub mod handover;
 pub mod log_store;
 pub mod machine;
 pub mod meta;

@@ -1,5 +1,6 @@
 //! The transport between nodes: openraft's three RPCs as HTTP POSTs with bincode bodies,
-//! `/raft/append`, `/raft/vote`, `/raft/snapshot`, on the node's Raft address.
+//! `/raft/append`, `/raft/vote`, `/raft/snapshot`, on the node's Raft address; and
+//! `/raft/elect`, a leader's hand-over (`handover`).
 //!
 //! Owns the bounds of what crosses the wire: a request the sender would make over
 //! `max_rpc_bytes` is never sent (openraft hears `PayloadTooLarge` and sends fewer entries),
@@ -182,6 +183,7 @@ pub fn router(raft: Raft, max_rpc_bytes: usize, about: crate::directory::About) 
         .route("/raft/append", post(append))
         .route("/raft/vote", post(vote))
         .route("/raft/snapshot", post(snapshot))
+        .route("/raft/elect", post(elect))
         .layer(DefaultBodyLimit::max(max_rpc_bytes))
         .layer(axum::middleware::from_fn_with_state(max_rpc_bytes, refuse_declared_oversize))
         .with_state(Served { raft, max: max_rpc_bytes })
@@ -239,6 +241,10 @@ async fn vote(State(s): State<Served>, body: Bytes) -> Response {
         Err(resp) => return resp,
     };
     encode(s.max, &s.raft.vote(req).await)
+}
+
+async fn elect(State(s): State<Served>, body: Bytes) -> Response {
+    crate::handover::elect(&s.raft, body).await
 }
 
 async fn snapshot(State(s): State<Served>, body: Bytes) -> Response {

@@ -16,6 +16,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::directory::{About, Directory};
+use crate::handover::{Handover, LeadingSince};
 use crate::log_store::{LogStore, LogStoreConfig};
 use crate::machine::{Applier, Machine};
 use crate::network::{self, Network};
@@ -84,6 +85,7 @@ impl NodeConfig {
 }
 
 pub struct Node<A: Applier> {
+    pub id: NodeId,
     pub raft: Raft,
     pub log: LogStore,
     pub machine: Machine<A>,
@@ -91,8 +93,12 @@ pub struct Node<A: Applier> {
     /// The other members' own addresses, as they last told them (D42).
     pub directory: Directory,
     routes: network::Routes,
+    since: LeadingSince,
+    /// The leader lease a follower keeps (openraft's `election_timeout_max`).
+    lease: Duration,
     server: JoinHandle<()>,
     refresh: JoinHandle<()>,
+    leading: JoinHandle<()>,
 }
 
 impl<A: Applier> Node<A> {
@@ -117,7 +123,10 @@ impl<A: Applier> Node<A> {
         let directory = Directory::default();
         directory.set(cfg.id, cfg.about.clone());
         let refresh = directory.refresh(cfg.id, raft.clone(), Arc::clone(&routes));
-        Ok(Node { raft, log, machine, addr, directory, routes, server, refresh })
+        let since = LeadingSince::default();
+        let leading = since.follow(cfg.id, raft.clone());
+        let lease = cfg.election.1;
+        Ok(Node { id: cfg.id, raft, log, machine, addr, directory, routes, since, lease, server, refresh, leading })
     }
 
     /// Dials member `target` at `addr` from now on, whatever its membership entry says.
@@ -137,12 +146,20 @@ impl<A: Applier> Node<A> {
         self.raft.metrics().borrow().membership_config.membership().voter_ids().collect()
     }
 
+    /// Hands leadership to a caught-up voter (D45) and waits until another member leads;
+    /// its id. The caller stops proposing first.
+    pub async fn hand_over(&self, within: Duration) -> Result<NodeId, String> {
+        let h = Handover { raft: &self.raft, me: self.id, routes: &self.routes, since: &self.since, lease: self.lease };
+        h.run(within).await
+    }
+
     /// Stops Raft, then the listener, then the log (what was appended is finished first).
     pub async fn shutdown(self) {
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!(error = %e, "raft did not stop cleanly");
         }
         self.refresh.abort();
+        self.leading.abort();
         self.server.abort();
         let _ = self.server.await;
         self.log.shutdown();

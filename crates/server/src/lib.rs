@@ -227,6 +227,11 @@ pub struct ServeArgs {
     /// 503 (outcome unknown) instead of waiting for ever, and the leader rebuilds.
     #[arg(long, env = "BATON_RAFT_COMMIT_TIMEOUT_MS", default_value_t = 5000)]
     pub raft_commit_timeout_ms: u64,
+    /// On SIGTERM a leader stops proposing, lets what is in flight commit, and asks a
+    /// caught-up voter to stand (D45); this many ms at most, then it exits as it would
+    /// have anyway. 0: no hand-over (the others elect after their timeout).
+    #[arg(long, env = "BATON_RAFT_HANDOVER_MS", default_value_t = 3000, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub raft_handover_ms: u64,
     /// Raft entries a member keeps behind its snapshot (its last checkpoint), so a follower a
     /// little behind catches up from the log rather than from a whole snapshot (D43).
     #[arg(long, env = "BATON_RAFT_KEEP_ENTRIES", default_value_t = 10_000)]
@@ -389,6 +394,20 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     }
     let eng = engine.clone();
     let kafka_engine = engine.clone();
+    let leaving = member.as_ref().map(|m| m.leaving()).filter(|_| a.raft_handover_ms > 0);
+    let handover = Duration::from_millis(a.raft_handover_ms);
+    // HTTP and Kafka go on serving while the leader hands over: once another member leads,
+    // what arrives here is forwarded to it.
+    let stop = async move {
+        shutdown_signal().await;
+        if let Some(l) = leaving {
+            let t0 = std::time::Instant::now();
+            match l.run(handover).await {
+                Ok(to) => tracing::info!(to, ms = t0.elapsed().as_millis() as u64, "leadership handed over"),
+                Err(e) => tracing::info!(reason = %e, "no hand-over of leadership"),
+            }
+        }
+    };
     rt.block_on(async move {
         let kafka = start_kafka(&a, kafka_engine, sasl_users, topology).await?;
         let kafka_stats = kafka.as_ref().map(|(_, stats)| stats.clone());
@@ -406,7 +425,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
             tokio::net::TcpListener::bind(a.http_addr).await.map_err(|e| format!("bind {}: {e}", a.http_addr))?;
         tracing::info!(addr = %a.http_addr, data = %a.data_dir.display(), "baton serving HTTP");
         // Open long polls answer 204 at the stop signal instead of holding shutdown for their timeout.
-        baton_http::serve(listener, eng, http, baton_http::Shutdown::default(), shutdown_signal()).await;
+        baton_http::serve(listener, eng, http, baton_http::Shutdown::default(), stop).await;
         let res: Result<(), String> = Ok(());
         // Stop taking Kafka connections; requests in flight finish or fail
         // with the engine, as HTTP's do.

@@ -1,0 +1,212 @@
+//! Leadership handed to a caught-up voter (D45), for a leader that is stopping, so the
+//! cluster need not wait out an election timeout.
+//!
+//! openraft 0.9 has no `transfer_leader`. A follower refuses to vote until a leader lease
+//! (`election_timeout_max`) has passed since it last heard the leader; the leader's lease on
+//! its own vote runs from its election only. So once the leader has led for longer than a
+//! lease, and a voter holds every entry the leader has, the leader asks that voter to stand
+//! (`POST /raft/elect`). The leader grants that vote (the candidate's log is as long as its
+//! own) and steps down, and the candidate's own vote and the leader's are a majority of
+//! three or fewer voters. With more voters the others' leases refuse it, so there is no
+//! hand-over and the cluster elects as after a crash.
+//!
+//! Owns the choice of the voter, the request and the receiver's checks. Must never ask a
+//! voter that lacks an entry the leader has: the leader would refuse the vote, and the
+//! candidate's higher term would depose it with nobody elected. The caller stops proposing
+//! first. A receiver never stands on the word of anyone but its current leader in its
+//! current term, and never with a log shorter than the leader says it has.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use bincode::Options;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::{NodeId, Raft};
+
+/// What a leader sends the voter it hands over to.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ElectRequest {
+    pub leader: NodeId,
+    pub term: u64,
+    /// The leader's last log index: the voter must hold at least this much.
+    pub last_index: Option<u64>,
+}
+
+const MAX_REQUEST_BYTES: u64 = 64;
+
+fn codec() -> impl Options {
+    bincode::options().with_limit(MAX_REQUEST_BYTES).with_fixint_encoding()
+}
+
+/// Slack over the lease for the gap between openraft dating its vote and the metrics
+/// showing it: the leader waits at least this much longer than the lease.
+const LEASE_SLACK: Duration = Duration::from_millis(20);
+
+/// When this member began leading in its current term, as its metrics first showed it
+/// (never earlier than openraft dated its vote, so waiting a lease from it is enough).
+#[derive(Clone, Default)]
+pub struct LeadingSince(Arc<Mutex<Option<(u64, Instant)>>>);
+
+impl LeadingSince {
+    pub(crate) fn follow(&self, me: NodeId, raft: Raft) -> JoinHandle<()> {
+        let since = self.clone();
+        tokio::spawn(async move {
+            let mut metrics = raft.metrics();
+            loop {
+                {
+                    let m = metrics.borrow_and_update();
+                    let leads = m.state.is_leader() && m.current_leader == Some(me);
+                    let mut s = since.0.lock();
+                    match (leads, *s) {
+                        (true, Some((term, _))) if term == m.current_term => {}
+                        (true, _) => *s = Some((m.current_term, Instant::now())),
+                        (false, _) => *s = None,
+                    }
+                }
+                if metrics.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+    }
+
+    fn in_term(&self, term: u64) -> Option<Instant> {
+        self.0.lock().filter(|(t, _)| *t == term).map(|(_, at)| at)
+    }
+}
+
+/// What a leader needs to hand over: its Raft, how to reach the others, its lease.
+pub struct Handover<'a> {
+    pub raft: &'a Raft,
+    pub me: NodeId,
+    pub routes: &'a crate::network::Routes,
+    pub since: &'a LeadingSince,
+    pub lease: Duration,
+}
+
+impl Handover<'_> {
+    /// Asks a caught-up voter to stand and waits until another member leads; its id.
+    /// The caller has stopped proposing: the last log index must not move meanwhile.
+    pub async fn run(&self, within: Duration) -> Result<NodeId, String> {
+        let deadline = Instant::now() + within;
+        let mut metrics = self.raft.metrics();
+        let (target, addr, req) = loop {
+            let m = metrics.borrow_and_update().clone();
+            if !(m.state.is_leader() && m.current_leader == Some(self.me)) {
+                return Err("this member does not lead".into());
+            }
+            let membership = m.membership_config.membership();
+            let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
+            if !(2..=3).contains(&voters.len()) {
+                return Err(format!(
+                    "{} voters: a hand-over needs two or three (the others' leases refuse a vote)",
+                    voters.len()
+                ));
+            }
+            let lease_over = self.since.in_term(m.current_term).map(|at| at + self.lease + LEASE_SLACK);
+            let caught_up = m.replication.as_ref().and_then(|r| {
+                r.iter()
+                    .filter(|(id, _)| **id != self.me && voters.contains(id))
+                    .find(|(_, matched)| matched.map(|l| l.index) == m.last_log_index)
+                    .map(|(id, _)| *id)
+            });
+            let now = Instant::now();
+            match (caught_up, lease_over) {
+                (Some(t), Some(over)) if now >= over => {
+                    let Some(node) = membership.get_node(&t) else {
+                        return Err(format!("voter {t} has no address in the membership"));
+                    };
+                    let addr = self.routes.read().get(&t).cloned().unwrap_or_else(|| node.addr.clone());
+                    break (
+                        t,
+                        addr,
+                        ElectRequest { leader: self.me, term: m.current_term, last_index: m.last_log_index },
+                    );
+                }
+                _ if now >= deadline => {
+                    return Err(match caught_up {
+                        None => format!("no voter caught up with entry {:?} within {within:?}", m.last_log_index),
+                        Some(_) => format!("this member's own lease did not run out within {within:?}"),
+                    });
+                }
+                (_, Some(over)) if caught_up.is_some() => tokio::time::sleep_until(over.min(deadline)).await,
+                // Replication progress shows in the metrics; the lease's start may not yet.
+                _ => {
+                    let _ =
+                        tokio::time::timeout_at(deadline.min(now + Duration::from_millis(10)), metrics.changed()).await;
+                }
+            }
+        };
+        let client = reqwest::Client::builder()
+            .timeout(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)))
+            .build()
+            .map_err(|e| e.to_string())?;
+        let body = codec().serialize(&req).map_err(|e| e.to_string())?;
+        let sent = client
+            .post(format!("http://{addr}/raft/elect"))
+            .header("content-type", "application/octet-stream")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| format!("asking voter {target} to stand: {e}"))?;
+        if !sent.status().is_success() {
+            let status = sent.status();
+            let text = sent.text().await.unwrap_or_default();
+            return Err(format!("voter {target} would not stand: {status}: {text}"));
+        }
+        loop {
+            let m = metrics.borrow_and_update().clone();
+            match m.current_leader {
+                Some(l) if l != self.me => return Ok(l),
+                _ if Instant::now() >= deadline => {
+                    return Err(format!("voter {target} stood but no other member led within {within:?}"));
+                }
+                _ => {
+                    let _ = tokio::time::timeout_at(deadline, metrics.changed()).await;
+                }
+            }
+        }
+    }
+}
+
+/// The receiving side of `/raft/elect`: stands for election if the request comes from this
+/// member's leader in its current term and this member holds every entry the leader has.
+pub(crate) async fn elect(raft: &Raft, body: Bytes) -> Response {
+    let req: ElectRequest = match codec().deserialize(&body) {
+        Ok(r) => r,
+        Err(e) => return (StatusCode::BAD_REQUEST, format!("the request does not decode: {e}")).into_response(),
+    };
+    let m = raft.metrics().borrow().clone();
+    let refusal = if m.current_leader != Some(req.leader) || m.current_term != req.term {
+        Some(format!(
+            "node {} in term {} is not this member's leader (it follows {:?} in term {})",
+            req.leader, req.term, m.current_leader, m.current_term
+        ))
+    } else if m.current_leader == Some(m.id) {
+        Some("this member leads".into())
+    } else if m.last_log_index < req.last_index {
+        Some(format!("this member's log ends at {:?}, before the leader's {:?}", m.last_log_index, req.last_index))
+    } else if !m.membership_config.membership().voter_ids().any(|v| v == m.id) {
+        Some("this member does not vote".into())
+    } else {
+        None
+    };
+    if let Some(why) = refusal {
+        return (StatusCode::CONFLICT, why).into_response();
+    }
+    match raft.trigger().elect().await {
+        Ok(()) => {
+            tracing::info!(from = req.leader, term = req.term, "standing for election: the leader hands over");
+            (StatusCode::OK, "standing").into_response()
+        }
+        Err(e) => (StatusCode::SERVICE_UNAVAILABLE, format!("raft stopped: {e}")).into_response(),
+    }
+}

@@ -1,0 +1,96 @@
+//! A leader hands over to a caught-up voter (D45): the voter it names leads in the next term,
+//! well inside a follower's lease; `/raft/elect` from anyone but the leader, or for a log
+//! the voter lacks, changes nothing.
+
+mod common;
+
+use std::time::Duration;
+
+use baton_replicate::handover::ElectRequest;
+use bincode::Options;
+use common::*;
+
+fn term(n: &baton_replicate::node::Node<Recorder>) -> u64 {
+    n.raft.metrics().borrow().current_term
+}
+
+async fn post_elect(addr: std::net::SocketAddr, body: Vec<u8>) -> (u16, String) {
+    let r = reqwest::Client::new().post(format!("http://{addr}/raft/elect")).body(body).send().await.unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+fn encoded(req: &ElectRequest) -> Vec<u8> {
+    bincode::options().with_fixint_encoding().serialize(req).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_hands_over_inside_a_lease_and_writes_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    // Long timeouts: an election by timeout could not happen inside the time asserted.
+    let (mut nodes, _) =
+        start_three(dir.path(), |c| c.election = (Duration::from_secs(3), Duration::from_secs(4))).await;
+    for round in 0..3u64 {
+        let l = leader(&nodes).await;
+        let last = write(nodes[l].as_ref().unwrap(), round * 100, 50).await;
+        agree(&mut nodes, last).await;
+        let before = term(nodes[l].as_ref().unwrap());
+        // Its own lease (4 s from its election) may still run: that wait is not the hand-over's.
+        let new = nodes[l].as_ref().unwrap().hand_over(Duration::from_secs(10)).await.unwrap();
+        let m = nodes[l].as_ref().unwrap().raft.metrics().borrow().clone();
+        assert_ne!(new, m.id, "round {round}");
+        assert_eq!(m.current_leader, Some(new), "round {round}: the old leader follows the new one");
+        let n = nodes.iter().position(|x| x.as_ref().is_some_and(|x| x.raft.metrics().borrow().id == new)).unwrap();
+        assert_eq!(term(nodes[n].as_ref().unwrap()), before + 1, "round {round}: elected in the very next term");
+        let last = write(nodes[n].as_ref().unwrap(), round * 100 + 50, 10).await;
+        agree(&mut nodes, last).await;
+    }
+    for n in nodes.iter_mut() {
+        n.take().unwrap().shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elect_requests_not_from_the_leader_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut nodes, _) = start_three(dir.path(), |_| {}).await;
+    let l = leader(&nodes).await;
+    let last = write(nodes[l].as_ref().unwrap(), 0, 20).await;
+    agree(&mut nodes, last).await;
+    let lm = nodes[l].as_ref().unwrap().raft.metrics().borrow().clone();
+    let f = (l + 1) % 3;
+    let follower = nodes[f].as_ref().unwrap();
+    let fid = follower.raft.metrics().borrow().id;
+    let other = (1..=3).find(|i| *i != lm.id && *i != fid).unwrap();
+    let t = lm.current_term;
+    let cases = [
+        (ElectRequest { leader: other, term: t, last_index: lm.last_log_index }, 409, "is not this member's leader"),
+        (
+            ElectRequest { leader: lm.id, term: t + 1, last_index: lm.last_log_index },
+            409,
+            "is not this member's leader",
+        ),
+        (ElectRequest { leader: lm.id, term: t, last_index: lm.last_log_index.map(|i| i + 5) }, 409, "log ends at"),
+    ];
+    for (req, status, says) in cases {
+        let (st, text) = post_elect(follower.addr, encoded(&req)).await;
+        assert_eq!((st, text.contains(says)), (status, true), "{req:?}: {st} {text}");
+    }
+    let (st, text) = post_elect(
+        nodes[l].as_ref().unwrap().addr,
+        encoded(&ElectRequest { leader: lm.id, term: t, last_index: lm.last_log_index }),
+    )
+    .await;
+    assert_eq!((st, text.as_str()), (409, "this member leads"));
+    for garbage in [vec![], vec![1, 2, 3], vec![0xff; 200]] {
+        assert_eq!(post_elect(follower.addr, garbage).await.0, 400);
+    }
+    // Nothing stood: the term and the leader are what they were, a lease later.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    for n in nodes.iter().flatten() {
+        let m = n.raft.metrics().borrow().clone();
+        assert_eq!((m.current_term, m.current_leader), (t, Some(lm.id)));
+    }
+    for n in nodes.iter_mut() {
+        n.take().unwrap().shutdown().await;
+    }
+}

@@ -1,0 +1,86 @@
+//! Issue 14, SIGTERM on the leader (D45): three real members under four writers; the leader
+//! is SIGTERMed three times (and started again). Each time another member leads in the very
+//! next term, sooner than any member's election timeout could have made it (so it was
+//! handed over, not elected after a silence), every push answered 201 is there exactly
+//! once, and the members' partition files end up the same.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::cluster::{leader, view, Cluster};
+use common::load::{client, drain_following, judge, same_files, wait_applied, writers, Outcomes};
+
+/// Elections by timeout start no sooner than this after a leader falls silent.
+const ELECTION_MIN_MS: u64 = 2500;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminated_leader_hands_over_and_loses_nothing() {
+    let min = ELECTION_MIN_MS.to_string();
+    let max = (ELECTION_MIN_MS + 500).to_string();
+    let mut cluster = Cluster::start(&[
+        "--checkpoint-interval-secs",
+        "1",
+        "--raft-election-min-ms",
+        &min,
+        "--raft-election-max-ms",
+        &max,
+    ]);
+    let c = client();
+    leader(&c, &cluster, Duration::from_secs(30)).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let out: Outcomes = Arc::default();
+    let tasks = writers(&cluster, &stop, &out, 4);
+    let mut took = Vec::new();
+    for round in 0..3 {
+        // Past the leader's own lease on its vote (the election maximum), which a hand-over waits out.
+        tokio::time::sleep(Duration::from_millis(ELECTION_MIN_MS + 1000)).await;
+        let l = leader(&c, &cluster, Duration::from_secs(30)).await;
+        let term = view(&c, &cluster.members[l]).await.unwrap()["term"].as_u64().unwrap();
+        let old = cluster.members[l].id;
+        let handed = |c: &Cluster| c.members[l].log().matches("leadership handed over").count();
+        let before = handed(&cluster);
+        let t0 = Instant::now();
+        cluster.members[l].signal(libc::SIGTERM);
+        let next = loop {
+            let mut led = None;
+            for (i, m) in cluster.members.iter().enumerate() {
+                if i == l {
+                    continue;
+                }
+                if let Some(v) = view(&c, m).await.filter(|v| v["leading"] == true) {
+                    led = Some(v);
+                }
+            }
+            if let Some(v) = led {
+                break v;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(30), "round {round}: nobody leads after the SIGTERM");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        let d = t0.elapsed();
+        took.push(d);
+        tokio::task::block_in_place(|| cluster.terminate(l));
+        assert_eq!(next["term"].as_u64(), Some(term + 1), "round {round}: elected in the next term: {next}");
+        assert!(
+            d < Duration::from_millis(ELECTION_MIN_MS),
+            "round {round}: a member led {d:?} after the SIGTERM: an election timeout, not a hand-over\n{}",
+            cluster.members[l].log()
+        );
+        assert_eq!(handed(&cluster), before + 1, "round {round}: member {old}'s log:\n{}", cluster.members[l].log());
+        cluster.restart(l);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.unwrap();
+    }
+    eprintln!("from SIGTERM to another member leading: {took:?}");
+    let outcomes = out.lock().clone();
+    assert!(outcomes.iter().filter(|(_, _, ok)| *ok).count() > 100, "the writers made progress");
+    let got = drain_following(&c, &cluster).await;
+    judge(&outcomes, &got);
+    wait_applied(&c, &cluster).await;
+    same_files(&mut cluster);
+}
