@@ -190,8 +190,9 @@ async fn rebuild(engine: &Engine, node: &Arc<Node<EngineApplier>>) -> Result<(),
     .map_err(|e| e.to_string())?
 }
 
-/// What a leading member does before it stops (D45): proposals stop (appends wait), the
-/// frames in flight are answered, then a caught-up voter is asked to stand. Whatever the
+/// What a leading member does before it stops (D45): once it has led for longer than a
+/// lease, proposals stop (appends wait), the frames in flight are answered, then a
+/// caught-up voter is asked to stand. Whatever the
 /// outcome, the member then proposes nothing more in its term: it is rebuilt as after a
 /// step down, and serves by forwarding to whoever leads.
 pub struct Leaving {
@@ -208,7 +209,11 @@ impl Leaving {
             return Err("this member does not lead".into());
         }
         let t0 = tokio::time::Instant::now();
-        let Some(hold) = self.log.hold(within).await else {
+        // Waited out while writes still go on; without it the hand-over would wait holding them.
+        if !self.node.own_lease_over(within).await {
+            return Err(format!("this member does not lead, or has not led for a lease within {within:?}"));
+        }
+        let Some(hold) = self.log.hold(within.saturating_sub(t0.elapsed())).await else {
             return Err(format!("the frames in flight were not answered within {within:?}"));
         };
         let res = self.node.hand_over(within.saturating_sub(t0.elapsed())).await;

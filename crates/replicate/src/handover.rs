@@ -93,6 +93,33 @@ pub struct Handover<'a> {
 }
 
 impl Handover<'_> {
+    /// Waits (at most `within`) until this member has led for longer than a lease: before
+    /// that its own vote refuses a candidate. Done before the caller stops proposing, so
+    /// that wait costs no writes. False if it does not lead or the time ran out.
+    pub async fn lease_over(&self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        let mut metrics = self.raft.metrics();
+        loop {
+            let term = {
+                let m = metrics.borrow_and_update();
+                if !(m.state.is_leader() && m.current_leader == Some(self.me)) {
+                    return false;
+                }
+                m.current_term
+            };
+            let now = Instant::now();
+            match self.since.in_term(term).map(|at| at + self.lease + LEASE_SLACK) {
+                Some(over) if now >= over => return true,
+                _ if now >= deadline => return false,
+                Some(over) => tokio::time::sleep_until(over.min(deadline)).await,
+                None => {
+                    let _ =
+                        tokio::time::timeout_at(deadline.min(now + Duration::from_millis(10)), metrics.changed()).await;
+                }
+            }
+        }
+    }
+
     /// Asks a caught-up voter to stand and waits until another member leads; its id.
     /// The caller has stopped proposing: the last log index must not move meanwhile.
     pub async fn run(&self, within: Duration) -> Result<NodeId, String> {

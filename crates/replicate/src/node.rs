@@ -149,8 +149,17 @@ impl<A: Applier> Node<A> {
     /// Hands leadership to a caught-up voter (D45) and waits until another member leads;
     /// its id. The caller stops proposing first.
     pub async fn hand_over(&self, within: Duration) -> Result<NodeId, String> {
-        let h = Handover { raft: &self.raft, me: self.id, routes: &self.routes, since: &self.since, lease: self.lease };
-        h.run(within).await
+        self.handover().run(within).await
+    }
+
+    /// Waits (at most `within`) until this leader's lease on its own vote has run out, which
+    /// a hand-over needs; false if it does not lead or the time ran out.
+    pub async fn own_lease_over(&self, within: Duration) -> bool {
+        self.handover().lease_over(within).await
+    }
+
+    fn handover(&self) -> Handover<'_> {
+        Handover { raft: &self.raft, me: self.id, routes: &self.routes, since: &self.since, lease: self.lease }
     }
 
     /// Stops Raft, then the listener, then the log (what was appended is finished first).
