@@ -6,7 +6,7 @@
 //! snapshot and becomes a voter; member 3 is removed; then a member other than 4 is killed
 //! and the two left (one of them 4) still commit. Pushes run throughout and none is answered
 //! anything but queued (a frame numbered across a membership entry would be answered
-//! "unknown"); every message pushed is delivered once.
+//! "unknown"); every message pushed is delivered once. And the leader removing itself.
 
 mod common;
 
@@ -131,4 +131,63 @@ async fn a_dead_member_is_replaced_from_a_snapshot_while_writes_go_on() {
     }
     let want: BTreeSet<&str> = pushed.iter().map(String::as_str).collect();
     assert_eq!(seen, want, "every message pushed, once");
+}
+
+/// The leader takes itself out under four writers: the change is answered, the two left
+/// elect one of themselves and commit, every 201 is there once, and their partition files
+/// are the same byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leader_removes_itself_and_the_two_left_go_on() {
+    use common::load::{judge, writers, Outcomes};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let mut cluster = Cluster::start(&["--checkpoint-interval-secs", "1"]);
+    let c = client();
+    let l = leader(&c, &cluster, Duration::from_secs(20)).await;
+    wait_known(&c, &cluster, l).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let out: Outcomes = Arc::default();
+    let tasks = writers(&cluster, &stop, &out, 4);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let me = cluster.members[l].id;
+    let (s, v) = ask(&c, c.delete(cluster.members[l].url(&format!("/cluster/members/{me}")))).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(!voters(&v).contains(&me) && voters(&v).len() == 2, "{v}");
+    let left: Vec<usize> = (0..3).filter(|i| *i != l).collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let l2 = loop {
+        let mut found = None;
+        for i in &left {
+            if common::cluster::view(&c, &cluster.members[*i]).await.is_some_and(|v| v["leading"] == true) {
+                found = Some(*i);
+            }
+        }
+        if let Some(i) = found {
+            break i;
+        }
+        assert!(Instant::now() < deadline, "neither member left leads within 20 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let outcomes = out.lock().clone();
+    let after = outcomes.iter().filter(|(_, _, ok)| *ok).count();
+    assert!(after > 100, "the writers made progress: {after}");
+    let got = drain(&c, &cluster.members[l2].url("")).await;
+    judge(&outcomes, &got);
+    let last = field(&c, &cluster, l2, "lastLogIndex").await;
+    for i in &left {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while field(&c, &cluster, *i, "lastApplied").await < last {
+            assert!(Instant::now() < deadline, "member {} did not apply through {last}", i + 1);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    cluster.stop_all();
+    let files: Vec<_> = left.iter().map(|i| common::cluster::partition_files(&cluster.members[*i].dir)).collect();
+    assert!(!files[0].is_empty());
+    assert!(files[0] == files[1], "the two members left hold different partition files");
 }
