@@ -191,3 +191,50 @@ async fn the_leader_removes_itself_and_the_two_left_go_on() {
     assert!(!files[0].is_empty());
     assert!(files[0] == files[1], "the two members left hold different partition files");
 }
+
+/// A member is added while the old leader is stopped (SIGSTOP) past the election timeout:
+/// the two others elect one of themselves and add member 4 (3 of the 4 new voters are up);
+/// the old leader wakes to a newer term and a new membership, follows, forwards; every
+/// message pushed is delivered once, and the four members' partition files are the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_is_added_while_the_old_leader_is_paused() {
+    let mut cluster = Cluster::start(&["--checkpoint-interval-secs", "1"]);
+    let c = client();
+    let l = leader(&c, &cluster, Duration::from_secs(20)).await;
+    wait_known(&c, &cluster, l).await;
+    let mut pushed = push(&c, &cluster.members[l].url(""), "a", 10).await;
+    cluster.pause(l);
+    let l2 = leader(&c, &cluster, Duration::from_secs(20)).await;
+    assert_ne!(l2, l);
+    let new = cluster.start_new(4);
+    let body = json!({"id": 4, "raftAddr": format!("127.0.0.1:{}", cluster.members[new].raft)});
+    let (s, v) = ask(&c, c.post(cluster.members[l2].url("/cluster/members")).json(&body)).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(voters(&v), BTreeSet::from([1, 2, 3, 4]), "{v}");
+    pushed.extend(push(&c, &cluster.members[l2].url(""), "b", 10).await);
+    cluster.resume(l);
+    // The old leader follows the new one and forwards to it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let want = cluster.members[l2].id;
+    while common::cluster::view(&c, &cluster.members[l]).await.is_none_or(|v| v["leader"] != want) {
+        assert!(Instant::now() < deadline, "the old leader did not follow member {want} within 20 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    pushed.extend(push(&c, &cluster.members[l].url(""), "c", 10).await);
+    let last = field(&c, &cluster, l2, "lastLogIndex").await;
+    wait_all(&c, &cluster, "lastApplied", last, "all four applied the whole log").await;
+    let v = common::cluster::view(&c, &cluster.members[l]).await.unwrap();
+    assert_eq!(voters_of_view(&v), BTreeSet::from([1, 2, 3, 4]), "the old leader knows the membership: {v}");
+    let got = drain(&c, &cluster.members[l2].url("")).await;
+    let mut seen = BTreeSet::new();
+    for id in &got {
+        assert!(seen.insert(id.as_str()), "{id} delivered twice");
+    }
+    assert_eq!(seen, pushed.iter().map(String::as_str).collect::<BTreeSet<_>>(), "every message pushed, once");
+    cluster.stop_all();
+    let files: Vec<_> = cluster.members.iter().map(|m| common::cluster::partition_files(&m.dir)).collect();
+    assert!(!files[0].is_empty());
+    for (i, f) in files.iter().enumerate().skip(1) {
+        assert!(f == &files[0], "member {} holds other partition files than member 1", i + 1);
+    }
+}

@@ -30,8 +30,12 @@ pub struct Member {
     /// Membership changes made here, one at a time (D44).
     pub changes: Arc<crate::membership::Changes>,
     watch: JoinHandle<()>,
+    stopping: Arc<std::sync::atomic::AtomicBool>,
     compact: JoinHandle<()>,
 }
+
+/// The longest a shutdown waits for a rebuild under way to finish.
+const FOLLOW_STOP: Duration = Duration::from_secs(120);
 
 /// Replays are read and handed over this many entries at a time.
 const REPLAY_CHUNK: u64 = 256;
@@ -60,14 +64,23 @@ impl Member {
             node.initialize(&peers).await?;
             tracing::info!(members = peers.len(), "initialized a new cluster");
         }
-        let watch = tokio::spawn(follow(id, engine.clone(), Arc::clone(&node), Arc::clone(&log)));
+        let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let watch =
+            tokio::spawn(follow(id, engine.clone(), Arc::clone(&node), Arc::clone(&log), Arc::clone(&stopping)));
         let compact = tokio::spawn(compact(Arc::clone(&node), Arc::clone(&log)));
-        Ok(Member { id, engine, node, log, changes: Arc::default(), watch, compact })
+        Ok(Member { id, engine, node, log, changes: Arc::default(), watch, stopping, compact })
     }
 
-    /// Stops following leadership, then Raft, then the engine.
+    /// Stops following leadership once the step under way is done (a rebuild cut short
+    /// would leave the engine's files behind its committed log for the shutdown checkpoint),
+    /// then Raft, then the engine.
     pub async fn shutdown(self) {
-        self.watch.abort();
+        self.stopping.store(true, std::sync::atomic::Ordering::Release);
+        let mut watch = self.watch;
+        if tokio::time::timeout(FOLLOW_STOP, &mut watch).await.is_err() {
+            tracing::warn!("the leadership follower did not stop within {FOLLOW_STOP:?}");
+            watch.abort();
+        }
         self.compact.abort();
         self.log.disarm();
         match Arc::try_unwrap(self.node) {
@@ -82,13 +95,25 @@ impl Member {
 }
 
 /// Follows the Raft metrics and moves the engine between leading and following.
-async fn follow(id: NodeId, engine: Engine, node: Arc<Node<EngineApplier>>, log: Arc<RaftLog>) {
+async fn follow(
+    id: NodeId,
+    engine: Engine,
+    node: Arc<Node<EngineApplier>>,
+    log: Arc<RaftLog>,
+    stopping: Arc<std::sync::atomic::AtomicBool>,
+) {
     let mut metrics = node.raft.metrics();
     let mut leading = false;
     let mut hint = None;
     loop {
         let m = metrics.borrow_and_update().clone();
         let leads = m.state.is_leader() && m.current_leader == Some(id);
+        let stop = stopping.load(std::sync::atomic::Ordering::Acquire);
+        // Stopping: only a rebuild still owed (a term lost, or a proposal) is done first.
+        let owed = log.is_lost() || (leading && !leads);
+        if stop && !owed {
+            return;
+        }
         if leading && (!leads || log.take_lost()) {
             leading = false;
             log.disarm();
@@ -107,7 +132,7 @@ async fn follow(id: NodeId, engine: Engine, node: Arc<Node<EngineApplier>>, log:
                 }
             }
             let caught_up = m.last_applied.map(|l| l.index) == m.last_log_index;
-            if leads && caught_up && engine.failure().is_none() {
+            if leads && caught_up && engine.failure().is_none() && !stop {
                 let next = m.last_log_index.map_or(0, |i| i + 1);
                 let me = describe(&m, id);
                 let (engine2, log2) = (engine.clone(), Arc::clone(&log));
@@ -217,8 +242,15 @@ impl Leaving {
             return Err(format!("the frames in flight were not answered within {within:?}"));
         };
         let res = self.node.hand_over(within.saturating_sub(t0.elapsed())).await;
-        // Not resumed: numbering stops and the term counts as lost (the hold's rule).
-        drop(hold);
+        let m = self.node.raft.metrics().borrow().clone();
+        if res.is_err() && m.state.is_leader() && m.current_leader == Some(m.id) {
+            // Still leading: the frames that waited are proposed as if nothing happened, so
+            // a hand-over that failed leaves nothing planned and unproposed to rebuild.
+            hold.release();
+        } else {
+            // Not resumed: numbering stops and the term counts as lost (the hold's rule).
+            drop(hold);
+        }
         res
     }
 }

@@ -166,6 +166,11 @@ impl RaftLog {
         }
     }
 
+    /// Whether a frame failed that no [`RaftLog::take_lost`] has seen yet.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+
     /// Whether a frame of the current or a past term failed since the last check.
     pub fn take_lost(&self) -> bool {
         self.lost.swap(false, Ordering::AcqRel)
@@ -225,6 +230,12 @@ pub struct Hold<'a> {
 }
 
 impl Hold<'_> {
+    /// Nothing was appended under the hold: numbering goes on where it was, and the frames
+    /// that waited are proposed (a hand-over that did not happen, D45).
+    pub fn release(mut self) {
+        self.resumed = true;
+    }
+
     /// The change is committed and `last` is its last entry: frames are numbered after it.
     pub fn resume_after(mut self, last: u64) {
         self.resumed = true;
