@@ -56,9 +56,10 @@ async fn killed_leaders_lose_no_answered_push_and_the_replicas_match() {
 /// A leader stopped past the election timeout wakes up to a newer term. Its followers were
 /// stopped first, while it was handed a push: it planned it (in memory and in its partition
 /// files) and proposed it, but no one else has it. Then it stops, its followers wake and
-/// elect one of themselves, and it wakes last. The push it took is never answered 201 (it
-/// cannot commit: the majority moved on without it), the new leader's push is there, and the
-/// old leader, rebuilt from its checkpoint and the committed log, holds the same files.
+/// elect one of themselves, and it wakes last. The push it took is answered 201 only if the
+/// majority holds it (its append can wait in a stopped follower's socket and be read when
+/// that follower wakes), the new leader's push is there, and the old leader, rebuilt from
+/// its checkpoint and the committed log, holds the same files.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_leader_answers_nothing_ok_that_the_majority_did_not_commit() {
     let mut cluster = Cluster::start(&["--checkpoint-interval-secs", "1"]);
@@ -97,7 +98,6 @@ async fn a_paused_leader_answers_nothing_ok_that_the_majority_did_not_commit() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     cluster.resume(old);
     let (status, body) = stale.await.unwrap();
-    assert_ne!(status, 201, "the deposed leader answered ok for a push the majority never saw: {body}");
     // It steps down and, rebuilt, follows the new leader.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -109,7 +109,17 @@ async fn a_paused_leader_answers_nothing_ok_that_the_majority_did_not_commit() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let got = drain_following(&c, &cluster).await;
-    assert_eq!(got, vec!["before".to_string(), "fresh".to_string()], "the stale push is nowhere");
+    // The append carrying the stale push may already sit in a stopped follower's socket
+    // buffer: read when the follower resumes, it is in the majority's log, and the new
+    // leader's first entry commits it. So the rule is the answer's agreement with the log:
+    // 201 only if it is there, and never there twice.
+    let stale_in = got.iter().filter(|id| *id == "stale").count();
+    assert!(stale_in <= 1, "{got:?}");
+    if status == 201 {
+        assert_eq!(stale_in, 1, "the deposed leader answered ok for a push the majority does not hold: {body}");
+    }
+    let rest: Vec<&String> = got.iter().filter(|id| *id != "stale").collect();
+    assert_eq!(rest, ["before", "fresh"], "{got:?}");
     wait_applied(&c, &cluster).await;
     same_files(&mut cluster);
 }
