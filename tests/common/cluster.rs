@@ -70,11 +70,22 @@ impl Cluster {
         raft: [u16; 3],
         each: impl Fn(u64) -> (Vec<String>, Vec<(String, String)>),
     ) -> Cluster {
+        Self::start_ports(extra, raft, [free_port(), free_port(), free_port()], each)
+    }
+
+    /// [`Cluster::start_on`] with the HTTP ports chosen too, for a test that puts something
+    /// in front of a member's HTTP listener (the forwarding hop).
+    pub fn start_ports(
+        extra: &[&str],
+        raft: [u16; 3],
+        http: [u16; 3],
+        each: impl Fn(u64) -> (Vec<String>, Vec<(String, String)>),
+    ) -> Cluster {
         let tmp = tempfile::tempdir().expect("temp dir");
         let members: Vec<Member> = (1..=3)
             .map(|id| Member {
                 id,
-                http: free_port(),
+                http: http[id as usize - 1],
                 kafka: free_port(),
                 raft: raft[id as usize - 1],
                 dir: tmp.path().join(format!("n{id}")),

@@ -155,3 +155,93 @@ fn keep(cluster: &Cluster) {
     }
     eprintln!("the members' directories are kept in {}", to.display());
 }
+
+/// What the consumer did: ids whose ack was answered success (never to be delivered again),
+/// and ids whose ack had no clear answer (a timeout, a 503 with the outcome unknown): those
+/// may be consumed or not.
+pub struct Consumed {
+    pub acked: Vec<String>,
+    pub unclear: BTreeSet<String>,
+}
+
+/// A consumer of queue `q` that pops (leased, not auto-acked) from one member after another
+/// of `urls` and acks what it got, until `stop`. A pop or ack that fails moves it to the
+/// next member; the lease then runs out.
+pub fn consumer(urls: Vec<String>, stop: &Arc<AtomicBool>) -> tokio::task::JoinHandle<Consumed> {
+    let stop = Arc::clone(stop);
+    tokio::spawn(async move {
+        let c = client();
+        let (mut acked, mut unclear) = (Vec::new(), BTreeSet::new());
+        let mut at = 0;
+        // Bounded: 5,000 pops at most.
+        for _ in 0..5_000 {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let pop = c.get(format!("{}/api/v1/pop/queue/q?batch=10&wait=false", urls[at])).send().await;
+            let msgs = match pop {
+                Ok(r) if r.status() == 200 => {
+                    r.json::<Value>().await.ok().and_then(|v| v["messages"].as_array().cloned())
+                }
+                _ => None,
+            };
+            let Some(msgs) = msgs else {
+                at = (at + 1) % urls.len();
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            };
+            for m in msgs {
+                let body = json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+                                  "leaseId": m["leaseId"], "status": "completed"});
+                let r = c.post(format!("{}/api/v1/ack", urls[at])).json(&body).send().await;
+                let id = m["data"]["id"].as_str().unwrap().to_string();
+                // 200 answers each ack (success or a clean refusal, e.g. the lease ran out);
+                // anything else leaves the ack's outcome open.
+                let answer = match r {
+                    Ok(r) if r.status() == 200 => r
+                        .json::<Value>()
+                        .await
+                        .ok()
+                        .filter(|v| v[0]["code"] != "outcome_unknown")
+                        .map(|v| v[0]["success"] == true),
+                    _ => None,
+                };
+                match answer {
+                    Some(true) => acked.push(id),
+                    Some(false) => {}
+                    None => {
+                        unclear.insert(id);
+                        at = (at + 1) % urls.len();
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Consumed { acked, unclear }
+    })
+}
+
+/// [`judge`] with a consumer's acks: no message whose ack was answered is delivered again
+/// (`got` is what the final drain found), none was acked twice, and a message whose ack had
+/// an open outcome may be absent. Ids in `besides` were pushed by the test itself, not by
+/// the writers.
+pub fn judge_consumed(outcomes: &[(String, Instant, bool)], got: &[String], consumed: &Consumed, besides: &[&str]) {
+    let Consumed { acked, unclear } = consumed;
+    let drained: BTreeSet<&str> = got.iter().map(String::as_str).collect();
+    let again: Vec<&String> = acked.iter().filter(|id| drained.contains(id.as_str())).collect();
+    assert!(again.is_empty(), "acked, then delivered again: {again:?}");
+    let mut once = BTreeSet::new();
+    assert!(acked.iter().all(|id| once.insert(id)), "a message acked twice");
+    eprintln!("{} acked by the consumer, {} drained at the end", acked.len(), got.len());
+    let present: BTreeSet<&str> = drained.iter().copied().chain(acked.iter().map(String::as_str)).collect();
+    let excused: Vec<&String> = unclear.iter().filter(|id| !present.contains(id.as_str())).collect();
+    eprintln!("{} acks with an open outcome, {} of their messages absent: {excused:?}", unclear.len(), excused.len());
+    let writers_got: Vec<String> = got
+        .iter()
+        .chain(acked.iter())
+        .chain(excused.iter().copied())
+        .filter(|id| !besides.contains(&id.as_str()))
+        .cloned()
+        .collect();
+    judge(outcomes, &writers_got);
+}

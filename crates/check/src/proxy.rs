@@ -38,7 +38,13 @@ pub struct Proxy {
 impl Proxy {
     /// Listens on a free loopback port and forwards to `upstream`.
     pub async fn start(upstream: SocketAddr) -> std::io::Result<Proxy> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        Self::start_on("127.0.0.1:0".parse().expect("a loopback address"), upstream).await
+    }
+
+    /// Listens on `listen` and forwards to `upstream`: a test that dropped a proxy (so that
+    /// connecting to it is refused) brings the link back at the same address.
+    pub async fn start_on(listen: SocketAddr, upstream: SocketAddr) -> std::io::Result<Proxy> {
+        let listener = TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let (mode, watch_rx) = watch::channel(Link::Open);
         let chunks = Arc::new(AtomicU64::new(0));
