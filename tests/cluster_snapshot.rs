@@ -11,7 +11,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::cluster::{drain, field, leader, push, wait_all, wait_known, Cluster};
+use common::cluster::{drain, field, leader, push, tail, wait_all, wait_known, Cluster};
 use serde_json::Value;
 
 fn client() -> reqwest::Client {
@@ -86,4 +86,84 @@ async fn a_wiped_member_comes_back_from_a_snapshot_and_every_log_is_compacted() 
     let consumed: BTreeSet<&str> = consumed.iter().map(String::as_str).collect();
     let want: BTreeSet<&str> = pushed.iter().map(String::as_str).filter(|id| !consumed.contains(id)).collect();
     assert_eq!(seen, want, "after the restart, exactly the messages pushed and not consumed");
+}
+
+/// A voter that is down must not hold the leader's log: the leader goes on purging behind
+/// its snapshots while the voter is away (its disk would otherwise grow without bound), and
+/// the voter, back, catches up from a snapshot and then the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_voter_does_not_hold_back_the_leaders_purge() {
+    down_voter(true).await
+}
+
+/// The same with the voter stopped (SIGSTOP): its connections take requests and never
+/// answer, rather than being refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_voter_does_not_hold_back_the_leaders_purge() {
+    down_voter(false).await
+}
+
+async fn down_voter(kill: bool) {
+    let mut cluster = Cluster::start(&["--checkpoint-interval-secs", "1", "--raft-keep-entries", "5"]);
+    let c = client();
+    let l = leader(&c, &cluster, Duration::from_secs(20)).await;
+    wait_known(&c, &cluster, l).await;
+    let url = cluster.members[l].url("");
+    let mut pushed = push(&c, &url, "a", 20).await;
+    let f = (0..3).rev().find(|i| *i != l).unwrap();
+    if kill {
+        cluster.kill(f);
+    } else {
+        cluster.pause(f);
+    }
+    let down_at = field(&c, &cluster, l, "lastLogIndex").await;
+    // Writes go on without a pause the whole time (the log always has entries the voter
+    // lacks), well past what it has and past the entries the leader keeps.
+    let busy = {
+        let (c, url) = (c.clone(), url.clone());
+        tokio::spawn(async move {
+            let mut ids = Vec::new();
+            for round in 0..400 {
+                ids.extend(push(&c, &url, &format!("b{round}-"), 4).await);
+            }
+            ids
+        })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let purged = field(&c, &cluster, l, "purgedIndex").await;
+        if purged > down_at + 20 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the leader's purge stayed at {purged} behind a voter down since {down_at}:\n{}",
+            tail(&cluster.members[l].log())
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    pushed.extend(busy.await.unwrap());
+
+    if kill {
+        cluster.restart(f);
+    } else {
+        cluster.resume(f);
+    }
+    let last = field(&c, &cluster, l, "lastLogIndex").await;
+    wait_all(&c, &cluster, "lastApplied", last, "the voter that was down applied the whole log").await;
+    // What it lacked was purged: it came back through a snapshot.
+    assert!(
+        cluster.members[f].log().contains("state installed from a snapshot"),
+        "the voter that was down installed the leader's snapshot:\n{}",
+        tail(&cluster.members[f].log())
+    );
+    common::load::same_files(&mut cluster);
+    for i in 0..3 {
+        cluster.restart(i);
+    }
+    let l = leader(&c, &cluster, Duration::from_secs(20)).await;
+    let got = drain(&c, &cluster.members[l].url("")).await;
+    let got: BTreeSet<&str> = got.iter().map(String::as_str).collect();
+    let want: BTreeSet<&str> = pushed.iter().map(String::as_str).collect();
+    assert_eq!(got, want, "every message pushed, once");
 }
