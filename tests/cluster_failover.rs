@@ -237,6 +237,61 @@ async fn a_lease_survives_a_failover_to_a_leader_whose_clock_runs_ahead() {
     }
 }
 
+/// I5 the other way round: a leader whose clock runs a minute ahead grants a lease and dies;
+/// the new leader's clock is a minute behind the last entry's time. Time-driven effects must
+/// keep real time: the lease runs out (a lease time, plus the full lease time D41 adds) and
+/// the message comes back within seconds, not once the new leader's clock has caught up a
+/// minute later. Before the fix the new leader planned at the last entry's time plus 1 us
+/// per entry and judged lease expiry by its own clock, so nothing ran out for a minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_clock_is_behind_the_log_keeps_leases_running_in_real_time() {
+    let ctl = tempfile::tempdir().unwrap();
+    let shim = common::cluster::shim();
+    let mut cluster = Cluster::start_each(&[], |id| {
+        if id != 1 {
+            return (Vec::new(), Vec::new());
+        }
+        let file = ctl.path().join("n1.ctl");
+        std::fs::write(&file, "clock 60000\n").unwrap();
+        let fast = ["--raft-election-min-ms", "150", "--raft-election-max-ms", "200"];
+        let envs = vec![
+            ("LD_PRELOAD".to_string(), shim.display().to_string()),
+            ("BATON_FAULTS_CTL".to_string(), file.display().to_string()),
+        ];
+        (fast.iter().map(|s| s.to_string()).collect(), envs)
+    });
+    let c = client();
+    let l = leader(&c, &cluster, Duration::from_secs(20)).await;
+    assert_eq!(cluster.members[l].id, 1, "member 1 (shortest election timeout, a minute ahead) leads first");
+    lease_time(&c, &cluster, l, 2).await;
+    let urls: Vec<String> = cluster.members.iter().map(|m| m.url("")).collect();
+    let mut at = l;
+    assert!(push_one(&c, &urls, &mut at, "one").await);
+    let r = c.get(cluster.members[l].url("/api/v1/pop/queue/q?batch=1&wait=false")).send().await.unwrap();
+    assert_eq!(r.status(), 200, "the first consumer takes the message and never acks it");
+    let granted = Instant::now();
+    cluster.kill(l);
+    let deadline = granted + Duration::from_secs(20);
+    'back: loop {
+        for m in &cluster.members[1..] {
+            if let Ok(r) = c.get(m.url("/api/v1/pop/queue/q?batch=1&wait=false")).send().await {
+                if r.status() == 200 {
+                    break 'back;
+                }
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the 2 s lease did not run out within 20 s of its grant under a leader whose clock is a minute behind"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let took = granted.elapsed();
+    eprintln!("the message came back {took:?} after its 2 s lease was granted");
+    // Exclusive the whole lease: never before the lease time.
+    assert!(took >= Duration::from_secs(2), "leased again {took:?} after a 2 s lease was granted");
+}
+
 /// A member that does not lead plans nothing, not even what time alone makes happen. A
 /// follower restarted while a lease is live holds that lease in its state; before this was
 /// enforced its tick planned the lease's expiry itself, the log refused the entry ("this

@@ -152,6 +152,22 @@ impl Broker {
         shim: Option<&Path>,
         power: bool,
     ) -> Result<Broker, String> {
+        Self::start_under(bin, args, shim, power, "")
+    }
+
+    /// [`Broker::start_with_shim_power`] with these shim faults in force from the first
+    /// process's first instruction (a clock that is off from the directory's first start;
+    /// restarts are under no fault).
+    pub fn start_under(
+        bin: Option<&Path>,
+        args: &[&str],
+        shim: Option<&Path>,
+        power: bool,
+        faults: &str,
+    ) -> Result<Broker, String> {
+        if !faults.is_empty() && shim.is_none() {
+            return Err("faults from the start need the fault shim".into());
+        }
         if power && shim.is_none() {
             return Err("power loss needs the fault shim".into());
         }
@@ -179,7 +195,7 @@ impl Broker {
         // A port handed out by bind(0) can be taken by another starter before
         // baton binds it; the first start then moves to a fresh one.
         for _ in 0..4 {
-            match b.spawn("") {
+            match b.spawn(faults) {
                 Err(e) if e.contains("Address already in use") && e.contains(&format!(":{}", b.port)) => {
                     let _ = std::fs::remove_file(&b.log);
                     b.port = free_port()?;
@@ -188,7 +204,7 @@ impl Broker {
                 r => return r.map(|()| b),
             }
         }
-        b.spawn("")?;
+        b.spawn(faults)?;
         Ok(b)
     }
 
@@ -423,10 +439,16 @@ impl Broker {
 
     /// GET /health: its status and body, or None when nothing answered within 2 s.
     pub fn health(&self) -> Option<(u16, String)> {
+        self.get("/health")
+    }
+
+    /// GET `path` (plain TCP + HTTP/1.0, no runtime needed): its status and body, or None
+    /// when nothing answered within 2 s.
+    pub fn get(&self, path: &str) -> Option<(u16, String)> {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).ok()?;
         s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-        s.write_all(b"GET /health HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+        s.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes()).ok()?;
         let mut buf = String::new();
         s.read_to_string(&mut buf).ok()?;
         let status = buf.split_whitespace().nth(1)?.parse().ok()?;

@@ -26,6 +26,7 @@ pub mod data;
 pub mod history;
 pub mod index;
 pub mod lease;
+pub mod members;
 mod parts;
 pub mod pipeline;
 pub mod proxy;

@@ -78,6 +78,30 @@ pub fn start(dir: &Path, last_ts: Micros) -> Result<(), String> {
     Ok(())
 }
 
+/// A cluster member that starts to lead (D40) with its clock behind `last_ts`, the log's last
+/// entry, written by a predecessor whose clock ran ahead: moves the offset forward so that
+/// time goes on from `last_ts` at the boot clock's rate (recorded in `<dir>/clock` for the
+/// next run), and says whether it moved. Without it the leader's time stood at `last_ts`
+/// (I5: never behind the last entry) until its own clock caught up, and nothing driven by
+/// time (lease expiry, timers, delays, retention) happened for as long as the clocks were
+/// apart. Never moves the clock back.
+pub fn not_behind(dir: &Path, last_ts: Micros) -> Result<bool, String> {
+    now();
+    let Some(floor) = raised(OFFSET.load(SeqCst), last_ts) else { return Ok(false) };
+    OFFSET.fetch_max(floor, SeqCst);
+    if let Some(b) = boot_id() {
+        let path = dir.join(FILE);
+        write(dir, &path, &format!("{b} {floor}\n")).map_err(|e| format!("write {}: {e}", path.display()))?;
+    }
+    Ok(true)
+}
+
+/// The offset that puts the clock just past `last_ts`, when `offset` leaves it behind.
+fn raised(offset: i64, last_ts: Micros) -> Option<i64> {
+    let floor = i64::try_from(last_ts).unwrap_or(i64::MAX).saturating_add(1).saturating_sub(boot_micros());
+    (offset < floor).then_some(floor)
+}
+
 /// The offset for `dir`: the last run's on this boot, else the wall clock's; never behind
 /// `last_ts` (I5). Recorded in `<dir>/clock` for the next run.
 fn anchor(dir: &Path, last_ts: Micros) -> Result<i64, String> {
@@ -158,6 +182,18 @@ mod tests {
         // A log entry from the far future is a floor without overflowing.
         let o = anchor(d.path(), u64::MAX).unwrap();
         assert!(Clock { offset: o }.now() >= i64::MAX as u64 / 2);
+    }
+
+    #[test]
+    fn a_clock_behind_the_log_moves_forward_and_never_back() {
+        let minute = 60_000_000u64;
+        let mine = Clock::anchored_at(system_micros());
+        let ahead = mine.now() + minute;
+        let moved = Clock { offset: raised(mine.offset, ahead).expect("a minute behind the log: moved") };
+        let t = moved.now();
+        assert!(t > ahead && t < ahead + minute / 2, "goes on from the last entry: {t} vs {ahead}");
+        assert_eq!(raised(moved.offset, ahead - minute), None, "an older entry moves nothing");
+        assert_eq!(raised(moved.offset, t - 1), None, "nor one it is already past");
     }
 
     #[test]

@@ -644,6 +644,10 @@ impl Planner {
     /// entry; a lease already running longer (a pop with a longer `leaseSeconds`) keeps its
     /// expiry. Returns how many were extended.
     pub fn inherit_leases(&mut self) -> Planned<usize> {
+        #[cfg(feature = "mutants")]
+        if baton_log::mutant::is("no-inherit") {
+            return Ok(0);
+        }
         let mut extend = Vec::new();
         let last_term = self.state.last_ts;
         for (part, p) in &self.state.parts {

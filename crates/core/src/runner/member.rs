@@ -124,6 +124,16 @@ impl PlannerLoop {
         self.planned = true;
         self.shared.writable.store(true, Ordering::Release);
         self.ensure_hash_key();
+        // I5 across terms, the other way from D41: a predecessor whose clock ran ahead left
+        // entries in the future of this member's clock; time goes on from them (D46).
+        match crate::clock::not_behind(&self.cfg.data_dir, self.p.state.last_ts) {
+            Ok(true) => tracing::warn!(
+                last_entry = self.p.state.last_ts,
+                "this member's clock was behind the log's last entry: moved forward to it (D46)"
+            ),
+            Ok(false) => {}
+            Err(e) => return self.shared.latch(format!("promotion: {e}")),
+        }
         self.p.begin(crate::engine::wall_micros());
         match self.p.step(|p| p.inherit_leases()) {
             Ok(n) if n > 0 => tracing::info!(leases = n, "inherited leases extended by a full lease time (I5)"),

@@ -11,6 +11,9 @@
 //! - `nemesis`: SIGKILL + restart and SIGSTOP + SIGCONT of a spawned broker,
 //!   and through the fault shim (crates/faults) a jumped wall clock, failing
 //!   or slow fsync and a full disk, each inside a `nemesis` window;
+//! - `cluster_nemesis`: with `--cluster`, three members of our own
+//!   (`crate::members`), the clients at the one that never leads, and the
+//!   faults aimed at whichever member leads (kill, stop, partition, clock);
 //! - `final_state`: once nothing is in flight, what is waiting, the DLQ and
 //!   every partition's whole log.
 //!
@@ -21,12 +24,14 @@
 //! never judge anything itself: the verdict is the checker's, on the file.
 
 mod clients;
+mod cluster_nemesis;
 mod final_state;
 mod kafka_clients;
 mod nemesis;
 mod writer;
 
 use crate::broker::Broker;
+use crate::members::Members;
 use baton_client::{Client, Options};
 use clap::Args;
 use serde_json::json;
@@ -44,6 +49,12 @@ pub struct RecordArgs {
     /// Record against a running server (no nemesis: we cannot restart it).
     #[arg(long, value_name = "URL", conflicts_with_all = ["check", "generate"])]
     pub addr: Option<String>,
+    /// With --spawn: three members on loopback instead of one (`--node-id`, Raft links
+    /// through proxies), the clients at the member that never leads, and the --nemesis
+    /// faults (kill, stop, partition, clock) aimed at whichever member leads; at the end
+    /// the members' partition files are compared byte for byte. No Kafka clients.
+    #[arg(long, requires = "spawn")]
+    pub cluster: bool,
     /// The executable to `serve` with --spawn (default: this one).
     #[arg(long, value_name = "PATH", requires = "spawn")]
     pub exe: Option<PathBuf>,
@@ -60,6 +71,7 @@ pub struct RecordArgs {
     #[arg(long, default_value_t = 2000)]
     pub lease_ms: u64,
     /// Faults to inject in turn (--spawn only): kill (SIGKILL + restart), stop (SIGSTOP past the lease time + SIGCONT),
+    /// partition (--cluster only: the leader's Raft links cut),
     /// and through the fault shim: clock (wall clock ±1 h), fsync (EIO: the node latches; restart),
     /// fsync-slow (+300 ms a sync), disk-full (ENOSPC), clock-restart (a restart 1 h ahead; docs/check.md),
     /// power (SIGKILL, then only what was synced is left on the disk: a power cut; docs/check.md).
@@ -142,6 +154,16 @@ pub fn run(a: &super::HistoryArgs) -> Result<i32, String> {
         return Err("--nemesis, --exe and --faults-lib need --spawn (only a broker we started can be killed)".into());
     }
     let faults = nemesis::parse(&r.nemesis)?;
+    if let Some(f) =
+        faults.iter().find(|f| f.in_cluster() != r.cluster && (r.cluster || **f == nemesis::Fault::Partition))
+    {
+        let kind = if r.cluster {
+            "a single node's fault, not --cluster's (kill, stop, partition, clock)"
+        } else {
+            "a --cluster fault"
+        };
+        return Err(format!("--nemesis {}: {kind}", f.name()));
+    }
     // Only a run that asks for a shim fault gets the shim: kill and stop need nothing in the broker.
     let shim = match (faults.iter().any(|f| f.needs_shim()), &r.faults_lib) {
         (false, _) => None,
@@ -152,13 +174,24 @@ pub fn run(a: &super::HistoryArgs) -> Result<i32, String> {
         (true, None) => Some(crate::broker::find_shim(&Broker::exe(r.exe.as_deref())?)?),
     };
     let out = a.out.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("baton-history-{}.jsonl", a.seed)));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))?;
     // A Kafka port of our own, not :0: a restart is given the same flags, so the
     // Kafka clients find it again where they left it.
-    let kafka = match r.spawn {
-        true => format!("127.0.0.1:{}", crate::broker::free_port()?),
-        false => r.kafka_addr.clone().unwrap_or_default(),
+    let kafka = match (r.spawn, r.cluster) {
+        (true, false) => format!("127.0.0.1:{}", crate::broker::free_port()?),
+        (true, true) => String::new(),
+        (false, _) => r.kafka_addr.clone().unwrap_or_default(),
     };
-    let mut broker = if r.spawn {
+    let mut spawned = if r.cluster {
+        // Checkpoints (each a Raft snapshot, the log purged behind it) every few seconds, and
+        // a leader cut off answers unknown within 2 s rather than the default 5.
+        let extra = ["--checkpoint-interval-secs", "3", "--raft-commit-timeout-ms", "2000"];
+        Some(Spawned::Cluster(Members::start(r.exe.as_deref(), shim.as_deref(), &extra, rt.handle())?))
+    } else if r.spawn {
         let power = faults.contains(&nemesis::Fault::Power);
         let mut args = vec!["--kafka-addr", kafka.as_str()];
         if power {
@@ -167,24 +200,23 @@ pub fn run(a: &super::HistoryArgs) -> Result<i32, String> {
             // take away; and a restart that replays and copies seconds of log, not minutes.
             args.extend(["--checkpoint-interval-secs", "1", "--wal-segment-mb", "4"]);
         }
-        Some(Broker::start_with_shim_power(r.exe.as_deref(), &args, shim.as_deref(), power)?)
+        Some(Spawned::One(Box::new(Broker::start_with_shim_power(r.exe.as_deref(), &args, shim.as_deref(), power)?)))
     } else {
         None
     };
     let kafka = (!kafka.is_empty() && r.kafka_clients > 0).then_some(kafka);
-    let url = broker.as_ref().map_or_else(|| r.addr.clone().expect("--addr without --spawn"), |b| b.url.clone());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("tokio runtime: {e}"))?;
+    let url = match &spawned {
+        Some(Spawned::One(b)) => b.url.clone(),
+        Some(Spawned::Cluster(m)) => m.entry_url(),
+        None => r.addr.clone().expect("--addr without --spawn"),
+    };
     let t = Instant::now();
-    let recorded = rt.block_on(record(a, &url, kafka.as_deref(), &out, &mut broker, faults));
+    let recorded = rt.block_on(record(a, &url, kafka.as_deref(), &out, &mut spawned, faults));
     drop(rt);
     let summary = match recorded {
         Ok(s) => s,
         Err(e) => {
-            let kept = broker.as_mut().and_then(|b| b.keep()).map(|d| format!("; broker data kept at {}", d.display()));
+            let kept = spawned.as_mut().and_then(Spawned::keep).map(|d| format!("; broker data kept at {d}"));
             return Err(format!(
                 "recording failed: {e} (history so far: {}){}",
                 out.display(),
@@ -206,11 +238,38 @@ pub fn run(a: &super::HistoryArgs) -> Result<i32, String> {
     }
     let code = super::judge(&out, a.skew_ms, a.json)?;
     if code == 1 {
-        if let Some(d) = broker.as_mut().and_then(|b| b.keep()) {
-            eprintln!("VIOLATION: history kept at {}, broker data directory and log at {}", out.display(), d.display());
+        if let Some(d) = spawned.as_mut().and_then(Spawned::keep) {
+            eprintln!("VIOLATION: history kept at {}, broker data directory and log at {d}", out.display());
         }
     }
     Ok(code)
+}
+
+/// What `--spawn` started: one broker, or three members.
+enum Spawned {
+    One(Box<Broker>),
+    Cluster(Members),
+}
+
+impl Spawned {
+    /// Keeps the data directories and logs after exit; where, for the message.
+    fn keep(&mut self) -> Option<String> {
+        let kept: Vec<String> = match self {
+            Spawned::One(b) => b.keep().into_iter().collect(),
+            Spawned::Cluster(m) => m.keep(),
+        }
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+        (!kept.is_empty()).then(|| kept.join(", "))
+    }
+
+    fn check_alive(&mut self) -> Result<(), String> {
+        match self {
+            Spawned::One(b) => b.check_alive(),
+            Spawned::Cluster(m) => m.check_alive(),
+        }
+    }
 }
 
 struct Summary {
@@ -224,7 +283,7 @@ async fn record(
     url: &str,
     kafka: Option<&str>,
     out: &Path,
-    broker: &mut Option<Broker>,
+    spawned: &mut Option<Spawned>,
     faults: Vec<nemesis::Fault>,
 ) -> Result<Summary, String> {
     let r = &a.record;
@@ -272,7 +331,7 @@ async fn record(
     let ks = match kafka {
         Some(k) => Some(Arc::new(kafka_clients::setup(k, &prefix, r.partitions, timeout).await?)),
         None if r.kafka_clients > 0 => {
-            notes.push("no Kafka listener known (--addr without --kafka-addr): no Kafka clients".to_string());
+            notes.push("no Kafka clients: --cluster, or --addr without --kafka-addr".to_string());
             None
         }
         None => None,
@@ -287,8 +346,9 @@ async fn record(
         }
     }
     let nem_stop = Arc::new(AtomicBool::new(false));
-    let nem = match (broker.take(), faults.is_empty()) {
-        (Some(b), false) => {
+    type Ran = (Spawned, Vec<String>, Option<String>);
+    let nem: Option<std::thread::JoinHandle<Ran>> = match (spawned.take(), faults.is_empty()) {
+        (Some(Spawned::One(b)), false) => {
             let n = nemesis::Nemesis {
                 rec: rec.clone(),
                 faults,
@@ -299,10 +359,27 @@ async fn record(
                 tear: r.power_tear,
                 points: r.power_points,
             };
-            Some(std::thread::spawn(move || n.run(b)))
+            Some(std::thread::spawn(move || {
+                let (b, done, err) = n.run(*b);
+                (Spawned::One(Box::new(b)), done, err)
+            }))
+        }
+        (Some(Spawned::Cluster(m)), false) => {
+            let n = cluster_nemesis::ClusterNemesis {
+                rec: rec.clone(),
+                faults,
+                interval: Duration::from_millis(r.nemesis_interval_ms),
+                hold: Duration::from_millis(r.lease_ms + 700),
+                stop: nem_stop.clone(),
+                seed: a.seed,
+            };
+            Some(std::thread::spawn(move || {
+                let (m, done, err) = n.run(m);
+                (Spawned::Cluster(m), done, err)
+            }))
         }
         (b, _) => {
-            *broker = b;
+            *spawned = b;
             None
         }
     };
@@ -319,7 +396,7 @@ async fn record(
             .await
             .map_err(|e| e.to_string())?
             .map_err(|_| "the nemesis thread panicked".to_string())?;
-        *broker = Some(b);
+        *spawned = Some(b);
         fault_log = done;
         fatal = err;
     }
@@ -341,13 +418,22 @@ async fn record(
     if let Some(e) = fatal {
         return Err(e);
     }
-    if let Some(b) = broker.as_mut() {
+    if let Some(b) = spawned.as_mut() {
         b.check_alive()?;
     }
     client.wait_healthy(Duration::from_secs(30)).await.map_err(|e| format!("broker unhealthy at the end: {e}"))?;
+    if let Some(Spawned::Cluster(m)) = spawned.as_ref() {
+        tokio::task::block_in_place(|| m.wait_leader(Duration::from_secs(30)))?;
+    }
     final_state::read(&cx, r.clients as u64, &mut notes).await?;
     if let Some(k) = &ks {
         kafka_clients::read_final(&cx, k).await?;
+    }
+    if let Some(Spawned::Cluster(m)) = spawned.as_ref() {
+        // Not a line of the history: the replicas of one committed log must be one.
+        let n = tokio::task::block_in_place(|| m.same_files(Duration::from_secs(30)))
+            .map_err(|e| format!("the members' partition files: {e}"))?;
+        notes.push(format!("the three members' {n} partition segment files are the same, byte for byte"));
     }
     drop(cx);
     drop(rec);

@@ -56,9 +56,11 @@ pub enum Fault {
     DiskFull,
     ClockRestart,
     Power,
+    /// `--cluster` only: the leader's Raft links cut, then healed.
+    Partition,
 }
 
-const ALL: [Fault; 8] = [
+const ALL: [Fault; 9] = [
     Fault::Kill,
     Fault::Stop,
     Fault::Clock,
@@ -67,6 +69,7 @@ const ALL: [Fault; 8] = [
     Fault::DiskFull,
     Fault::ClockRestart,
     Fault::Power,
+    Fault::Partition,
 ];
 
 impl Fault {
@@ -80,12 +83,19 @@ impl Fault {
             Fault::DiskFull => "disk-full",
             Fault::ClockRestart => "clock-restart",
             Fault::Power => "power",
+            Fault::Partition => "partition",
         }
     }
 
     /// Injected through the fault shim, which the broker must then be started with.
     pub fn needs_shim(self) -> bool {
-        !matches!(self, Fault::Kill | Fault::Stop)
+        !matches!(self, Fault::Kill | Fault::Stop | Fault::Partition)
+    }
+
+    /// What a three-member run (`--cluster`, `cluster_nemesis`) injects; everything else is
+    /// a single node's.
+    pub fn in_cluster(self) -> bool {
+        matches!(self, Fault::Kill | Fault::Stop | Fault::Clock | Fault::Partition)
     }
 }
 
@@ -175,6 +185,7 @@ impl Nemesis {
                     cuts += 1;
                     self.power(&mut b, rng.next_u64(), tear)
                 }
+                Fault::Partition => Err("partition needs --cluster (a single node has no links to cut)".to_string()),
             };
             match r {
                 Ok(details) => {
@@ -375,5 +386,6 @@ mod tests {
         let e = parse(&["fsnyc".into()]).unwrap_err();
         assert!(e.contains("unknown nemesis") && e.contains("disk-full"), "{e}");
         assert!(ALL.iter().filter(|f| f.needs_shim()).count() == 6);
+        assert!(ALL.iter().filter(|f| f.in_cluster()).count() == 4);
     }
 }
