@@ -84,3 +84,69 @@ async fn a_terminated_leader_hands_over_and_loses_nothing() {
     wait_applied(&c, &cluster).await;
     same_files(&mut cluster);
 }
+
+/// A member started with `--raft-stand-for-election false` never leads, not even when a
+/// SIGTERMed leader asks it to (openraft's elect trigger ignores the runtime setting, so
+/// before this it stood and led). Member 1 (the fastest election) leads first; member 2
+/// never stands and is the first caught-up voter the hand-over looks at; it refuses, and
+/// member 3 is asked next and leads within a second (its own election timeout is 2.5 s, so
+/// only a hand-over explains that).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_over_skips_a_member_that_never_stands() {
+    let min = ELECTION_MIN_MS.to_string();
+    let max = (ELECTION_MIN_MS + 500).to_string();
+    let mut cluster = Cluster::start_each(&[], |id| {
+        let args: Vec<&str> = match id {
+            1 => vec!["--raft-election-min-ms", "150", "--raft-election-max-ms", "200"],
+            2 => vec![
+                "--raft-election-min-ms",
+                &min,
+                "--raft-election-max-ms",
+                &max,
+                "--raft-stand-for-election",
+                "false",
+            ],
+            _ => vec!["--raft-election-min-ms", &min, "--raft-election-max-ms", &max],
+        };
+        (args.iter().map(|s| s.to_string()).collect(), Vec::new())
+    });
+    let c = client();
+    let l = leader(&c, &cluster, Duration::from_secs(30)).await;
+    assert_eq!(cluster.members[l].id, 1, "member 1 (the shortest election timeout) leads first");
+    // Past member 1's own lease on its vote, which a hand-over waits out; everyone caught up.
+    tokio::time::sleep(Duration::from_millis(ELECTION_MIN_MS + 1000)).await;
+    wait_applied(&c, &cluster).await;
+    let t0 = Instant::now();
+    cluster.members[0].signal(libc::SIGTERM);
+    let next = loop {
+        let mut led = None;
+        for i in 1..3 {
+            if view(&c, &cluster.members[i]).await.is_some_and(|v| v["leading"] == true) {
+                led = Some(i);
+            }
+        }
+        if let Some(i) = led {
+            break i;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "nobody leads after the SIGTERM");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let took = t0.elapsed();
+    eprintln!("member {} leads {took:?} after the SIGTERM", cluster.members[next].id);
+    assert_eq!(cluster.members[next].id, 3, "the member that never stands for election leads");
+    assert!(took < Duration::from_millis(ELECTION_MIN_MS), "led {took:?} after the SIGTERM: elected, not handed over");
+    assert!(
+        cluster.members[0].log().contains("would not stand"),
+        "member 1 did not hear member 2 refuse:\n{}",
+        common::cluster::tail(&cluster.members[0].log())
+    );
+    cluster.terminate(0);
+    // Writes go on through the member that never leads.
+    let urls = vec![cluster.members[1].url("")];
+    let mut at = 0;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !common::load::push_one(&c, &urls, &mut at, "after").await {
+        assert!(Instant::now() < deadline, "no write through member 2 after the hand-over");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

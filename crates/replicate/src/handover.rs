@@ -125,7 +125,30 @@ impl Handover<'_> {
     pub async fn run(&self, within: Duration) -> Result<NodeId, String> {
         let deadline = Instant::now() + within;
         let mut metrics = self.raft.metrics();
-        let (target, addr, req) = loop {
+        // Voters that refused to stand (one that never leads, D47), tried no more.
+        let mut refused = BTreeSet::new();
+        loop {
+            let (target, addr, req) = self.pick(&mut metrics, &refused, deadline, within).await?;
+            match self.ask(target, &addr, &req, deadline).await {
+                Ok(()) => return self.led_by_another(&mut metrics, target, deadline, within).await,
+                Err((true, why)) => {
+                    tracing::info!(voter = target, why = %why, "hand-over: the voter would not stand; trying another");
+                    refused.insert(target);
+                }
+                Err((false, why)) => return Err(why),
+            }
+        }
+    }
+
+    /// The first caught-up voter not in `refused`, once this member's own lease is over.
+    async fn pick(
+        &self,
+        metrics: &mut tokio::sync::watch::Receiver<openraft::RaftMetrics<NodeId, openraft::BasicNode>>,
+        refused: &BTreeSet<NodeId>,
+        deadline: Instant,
+        within: Duration,
+    ) -> Result<(NodeId, String, ElectRequest), String> {
+        loop {
             let m = metrics.borrow_and_update().clone();
             if !(m.state.is_leader() && m.current_leader == Some(self.me)) {
                 return Err("this member does not lead".into());
@@ -141,7 +164,7 @@ impl Handover<'_> {
             let lease_over = self.since.in_term(m.current_term).map(|at| at + self.lease + LEASE_SLACK);
             let caught_up = m.replication.as_ref().and_then(|r| {
                 r.iter()
-                    .filter(|(id, _)| **id != self.me && voters.contains(id))
+                    .filter(|(id, _)| **id != self.me && voters.contains(id) && !refused.contains(id))
                     .find(|(_, matched)| matched.map(|l| l.index) == m.last_log_index)
                     .map(|(id, _)| *id)
             });
@@ -152,14 +175,17 @@ impl Handover<'_> {
                         return Err(format!("voter {t} has no address in the membership"));
                     };
                     let addr = self.routes.read().get(&t).cloned().unwrap_or_else(|| node.addr.clone());
-                    break (
+                    return Ok((
                         t,
                         addr,
                         ElectRequest { leader: self.me, term: m.current_term, last_index: m.last_log_index },
-                    );
+                    ));
                 }
                 _ if now >= deadline => {
                     return Err(match caught_up {
+                        None if !refused.is_empty() => {
+                            format!("no caught-up voter would stand (refused: {refused:?}) within {within:?}")
+                        }
                         None => format!("no voter caught up with entry {:?} within {within:?}", m.last_log_index),
                         Some(_) => format!("this member's own lease did not run out within {within:?}"),
                     });
@@ -171,24 +197,46 @@ impl Handover<'_> {
                         tokio::time::timeout_at(deadline.min(now + Duration::from_millis(10)), metrics.changed()).await;
                 }
             }
-        };
+        }
+    }
+
+    /// Posts the elect request to `target`: `Err((true, why))` when it refused to stand
+    /// (another voter may), `Err((false, why))` when it could not be asked.
+    async fn ask(
+        &self,
+        target: NodeId,
+        addr: &str,
+        req: &ElectRequest,
+        deadline: Instant,
+    ) -> Result<(), (bool, String)> {
         let client = reqwest::Client::builder()
             .timeout(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)))
             .build()
-            .map_err(|e| e.to_string())?;
-        let body = codec().serialize(&req).map_err(|e| e.to_string())?;
+            .map_err(|e| (false, e.to_string()))?;
+        let body = codec().serialize(req).map_err(|e| (false, e.to_string()))?;
         let sent = client
             .post(format!("http://{addr}/raft/elect"))
             .header("content-type", "application/octet-stream")
             .body(body)
             .send()
             .await
-            .map_err(|e| format!("asking voter {target} to stand: {e}"))?;
+            .map_err(|e| (false, format!("asking voter {target} to stand: {e}")))?;
         if !sent.status().is_success() {
             let status = sent.status();
             let text = sent.text().await.unwrap_or_default();
-            return Err(format!("voter {target} would not stand: {status}: {text}"));
+            return Err((status == StatusCode::CONFLICT, format!("voter {target} would not stand: {status}: {text}")));
         }
+        Ok(())
+    }
+
+    /// After `target` agreed to stand: the member that leads next, once it is not this one.
+    async fn led_by_another(
+        &self,
+        metrics: &mut tokio::sync::watch::Receiver<openraft::RaftMetrics<NodeId, openraft::BasicNode>>,
+        target: NodeId,
+        deadline: Instant,
+        within: Duration,
+    ) -> Result<NodeId, String> {
         loop {
             let m = metrics.borrow_and_update().clone();
             match m.current_leader {
@@ -206,13 +254,17 @@ impl Handover<'_> {
 
 /// The receiving side of `/raft/elect`: stands for election if the request comes from this
 /// member's leader in its current term and this member holds every entry the leader has.
-pub(crate) async fn elect(raft: &Raft, body: Bytes) -> Response {
+pub(crate) async fn elect(raft: &Raft, stands: bool, body: Bytes) -> Response {
     let req: ElectRequest = match codec().deserialize(&body) {
         Ok(r) => r,
         Err(e) => return (StatusCode::BAD_REQUEST, format!("the request does not decode: {e}")).into_response(),
     };
     let m = raft.metrics().borrow().clone();
-    let refusal = if m.current_leader != Some(req.leader) || m.current_term != req.term {
+    // openraft's trigger().elect() stands whatever the runtime config says: the refusal
+    // of a member that must never lead is here.
+    let refusal = if !stands {
+        Some("this member never stands for election (--raft-stand-for-election false)".into())
+    } else if m.current_leader != Some(req.leader) || m.current_term != req.term {
         Some(format!(
             "node {} in term {} is not this member's leader (it follows {:?} in term {})",
             req.leader, req.term, m.current_leader, m.current_term

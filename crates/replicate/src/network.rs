@@ -172,11 +172,13 @@ impl RaftNetwork<TypeConfig> for Peer {
 struct Served {
     raft: Raft,
     max: usize,
+    /// Whether this member may lead (`NodeConfig::stands`).
+    stands: bool,
 }
 
 /// The receiving side: the routes a node serves on its Raft address, `/raft/about` (this
 /// member's own addresses, `directory`) among them.
-pub fn router(raft: Raft, max_rpc_bytes: usize, about: crate::directory::About) -> Router {
+pub fn router(raft: Raft, max_rpc_bytes: usize, about: crate::directory::About, stands: bool) -> Router {
     let about = Arc::new(about);
     Router::new()
         .route("/raft/about", axum::routing::get(move || async move { axum::Json((*about).clone()) }))
@@ -186,7 +188,7 @@ pub fn router(raft: Raft, max_rpc_bytes: usize, about: crate::directory::About) 
         .route("/raft/elect", post(elect))
         .layer(DefaultBodyLimit::max(max_rpc_bytes))
         .layer(axum::middleware::from_fn_with_state(max_rpc_bytes, refuse_declared_oversize))
-        .with_state(Served { raft, max: max_rpc_bytes })
+        .with_state(Served { raft, max: max_rpc_bytes, stands })
 }
 
 /// A body whose declared length is over the bound is refused from its headers, before a byte
@@ -244,7 +246,7 @@ async fn vote(State(s): State<Served>, body: Bytes) -> Response {
 }
 
 async fn elect(State(s): State<Served>, body: Bytes) -> Response {
-    crate::handover::elect(&s.raft, body).await
+    crate::handover::elect(&s.raft, s.stands, body).await
 }
 
 async fn snapshot(State(s): State<Served>, body: Bytes) -> Response {

@@ -47,6 +47,9 @@ pub struct NodeConfig {
     /// Where to dial members instead of the Raft address their membership entry gives (a
     /// different interface or a NAT in a deployment; a proxy in a fault test).
     pub routes: std::collections::BTreeMap<NodeId, String>,
+    /// `false`: this member votes and replicates but never leads: no election timer, and a
+    /// leader's hand-over request is refused (`--raft-stand-for-election false`).
+    pub stands: bool,
 }
 
 impl NodeConfig {
@@ -65,6 +68,7 @@ impl NodeConfig {
             install_timeout: Duration::from_secs(60),
             about: About::new(),
             routes: Default::default(),
+            stands: true,
         }
     }
 
@@ -114,7 +118,10 @@ impl<A: Applier> Node<A> {
         let net = Network::new(cfg.max_rpc_bytes, Arc::clone(&routes));
         let raft =
             Raft::new(cfg.id, raft_cfg, net, log.clone(), machine.clone()).await.map_err(|e| format!("raft: {e}"))?;
-        let app = network::router(raft.clone(), cfg.max_rpc_bytes, cfg.about.clone());
+        if !cfg.stands {
+            raft.runtime_config().elect(false);
+        }
+        let app = network::router(raft.clone(), cfg.max_rpc_bytes, cfg.about.clone(), cfg.stands);
         let server = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!(error = %e, "raft listener stopped");

@@ -516,13 +516,13 @@ async fn start_member(
     node.about = [("http".to_string(), http), ("kafka".to_string(), format!("{kafka_host}:{kafka_port}"))].into();
     node.log.wal.segment_bytes = cfg.wal_segment_bytes;
     node.log.wal.preallocate = cfg.wal_preallocate;
+    node.stands = a.raft_stand_for_election;
     tracing::info!(node = id, raft = %listen, members = peers.len(), "starting as a cluster member");
     let commit_timeout = Duration::from_millis(a.raft_commit_timeout_ms.max(1));
     let member = baton_cluster::member::Member::start(cfg, node, peers, commit_timeout)
         .await
         .map_err(|e| format!("start-up failed: {e}"))?;
     if !a.raft_stand_for_election {
-        member.node.raft.runtime_config().elect(false);
         tracing::info!("this member never stands for election (--raft-stand-for-election false)");
     }
     Ok(member)

@@ -21,12 +21,12 @@
 //! member stopped or dead, or a clock off: a fault, once started, runs to its end, and a
 //! member that cannot be started again ends the run with an error.
 
-use super::nemesis::Fault;
+use super::nemesis::{quiet, Fault};
 use super::writer::{obj, Rec};
 use crate::members::{Members, ENTRY};
 use crate::pipeline::Rng;
 use serde_json::{Map, Value};
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -61,15 +61,7 @@ impl ClusterNemesis {
         let mut next = 0usize;
         let mut clocks = 0i64;
         loop {
-            let jitter = rng.below(self.interval.as_millis() as u64 / 2 + 1);
-            let until = Instant::now() + self.interval + Duration::from_millis(jitter);
-            while Instant::now() < until {
-                if self.stop.load(SeqCst) {
-                    return (m, done, None);
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if self.stop.load(SeqCst) {
+            if !quiet(&self.stop, &mut rng, self.interval) {
                 return (m, done, None);
             }
             let f = self.faults[next % self.faults.len()];

@@ -146,15 +146,7 @@ impl Nemesis {
         let mut jumps = 0u64;
         let mut cuts = 0u64;
         loop {
-            let jitter = rng.below(self.interval.as_millis() as u64 / 2 + 1);
-            let until = Instant::now() + self.interval + Duration::from_millis(jitter);
-            while Instant::now() < until {
-                if self.stop.load(SeqCst) {
-                    return (b, done, None);
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if self.stop.load(SeqCst) {
+            if !quiet(&self.stop, &mut rng, self.interval) {
                 return (b, done, None);
             }
             let f = self.faults[next % self.faults.len()];
@@ -349,6 +341,20 @@ impl Nemesis {
         d.insert("restarted".into(), true.into());
         Ok(())
     }
+}
+
+/// The quiet time before the next fault: `interval` plus up to half of it (seeded); false
+/// when told to stop meanwhile.
+pub(super) fn quiet(stop: &AtomicBool, rng: &mut Rng, interval: Duration) -> bool {
+    let jitter = rng.below(interval.as_millis() as u64 / 2 + 1);
+    let until = Instant::now() + interval + Duration::from_millis(jitter);
+    while Instant::now() < until {
+        if stop.load(SeqCst) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    !stop.load(SeqCst)
 }
 
 fn put_health(d: &mut Map<String, Value>, key: &str, h: &Option<(u16, String)>) {
