@@ -13,6 +13,20 @@ use std::time::{Duration, Instant};
 use common::cluster::{leader, view, Cluster};
 use common::load::{client, drain_following, judge, same_files, wait_applied, writers, Outcomes};
 
+/// The member other than `was` that says it leads (its index and view), polled from the
+/// SIGTERM at `t0` for at most 30 s.
+async fn led_after(c: &reqwest::Client, cluster: &Cluster, was: usize, t0: Instant) -> (usize, serde_json::Value) {
+    loop {
+        for (i, m) in cluster.members.iter().enumerate().filter(|(i, _)| *i != was) {
+            if let Some(v) = view(c, m).await.filter(|v| v["leading"] == true) {
+                return (i, v);
+            }
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "nobody leads 30 s after the SIGTERM");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// Elections by timeout start no sooner than this after a leader falls silent.
 const ELECTION_MIN_MS: u64 = 2500;
 
@@ -44,22 +58,7 @@ async fn a_terminated_leader_hands_over_and_loses_nothing() {
         let before = handed(&cluster);
         let t0 = Instant::now();
         cluster.members[l].signal(libc::SIGTERM);
-        let next = loop {
-            let mut led = None;
-            for (i, m) in cluster.members.iter().enumerate() {
-                if i == l {
-                    continue;
-                }
-                if let Some(v) = view(&c, m).await.filter(|v| v["leading"] == true) {
-                    led = Some(v);
-                }
-            }
-            if let Some(v) = led {
-                break v;
-            }
-            assert!(t0.elapsed() < Duration::from_secs(30), "round {round}: nobody leads after the SIGTERM");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        };
+        let (_, next) = led_after(&c, &cluster, l, t0).await;
         let d = t0.elapsed();
         took.push(d);
         tokio::task::block_in_place(|| cluster.terminate(l));
@@ -118,19 +117,7 @@ async fn a_hand_over_skips_a_member_that_never_stands() {
     wait_applied(&c, &cluster).await;
     let t0 = Instant::now();
     cluster.members[0].signal(libc::SIGTERM);
-    let next = loop {
-        let mut led = None;
-        for i in 1..3 {
-            if view(&c, &cluster.members[i]).await.is_some_and(|v| v["leading"] == true) {
-                led = Some(i);
-            }
-        }
-        if let Some(i) = led {
-            break i;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(30), "nobody leads after the SIGTERM");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    let (next, _) = led_after(&c, &cluster, 0, t0).await;
     let took = t0.elapsed();
     eprintln!("member {} leads {took:?} after the SIGTERM", cluster.members[next].id);
     assert_eq!(cluster.members[next].id, 3, "the member that never stands for election leads");
