@@ -72,7 +72,7 @@ pub struct RecordArgs {
     pub lease_ms: u64,
     /// Faults to inject in turn (--spawn only): kill (SIGKILL + restart), stop (SIGSTOP past the lease time + SIGCONT),
     /// partition (--cluster only: the leader's Raft links cut),
-    /// and through the fault shim: clock (wall clock ±1 h), fsync (EIO: the node latches; restart),
+    /// and through the fault shim: clock (wall clock ±1 h; with --cluster: a member rebooted 8 s ahead, then handed the log), fsync (EIO: the node latches; restart),
     /// fsync-slow (+300 ms a sync), disk-full (ENOSPC), clock-restart (a restart 1 h ahead; docs/check.md),
     /// power (SIGKILL, then only what was synced is left on the disk: a power cut; docs/check.md).
     #[arg(long, value_delimiter = ',', requires = "spawn")]
