@@ -160,17 +160,21 @@ impl Members {
         // The appender writes a frame's records before the frame is applied; give the last
         // frame's writes the moment they take.
         std::thread::sleep(Duration::from_millis(200));
-        let files: Vec<BTreeMap<String, Vec<u8>>> =
-            self.brokers.iter().map(|b| partition_files(&b.data_dir().join("partitions"))).collect();
-        for (i, f) in files.iter().enumerate().skip(1) {
-            if f.keys().ne(files[0].keys()) {
+        let roots: Vec<std::path::PathBuf> = self.brokers.iter().map(|b| b.data_dir().join("partitions")).collect();
+        let names: Vec<Vec<String>> = roots.iter().map(|r| segment_files(r)).collect();
+        for (i, n) in names.iter().enumerate().skip(1) {
+            if *n != names[0] {
                 return Err(format!("member {} has other partition files than member 1", i + 1));
             }
-            if let Some(p) = f.iter().find(|(p, b)| files[0][*p] != **b).map(|(p, _)| p) {
-                return Err(format!("member {}: {p} differs from member 1's", i + 1));
+        }
+        for name in &names[0] {
+            for (i, root) in roots.iter().enumerate().skip(1) {
+                if !same_bytes(&roots[0].join(name), &root.join(name))? {
+                    return Err(format!("member {}: {name} differs from member 1's", i + 1));
+                }
             }
         }
-        Ok(files[0].len())
+        Ok(names[0].len())
     }
 
     /// Keeps every member's directory and log after exit; where.
@@ -185,9 +189,10 @@ fn view(b: &Broker) -> Option<serde_json::Value> {
     (status == 200).then(|| serde_json::from_str(&body).ok()).flatten()
 }
 
-/// The segment files under a member's `partitions/` (not the spare pool), by relative path.
-fn partition_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
+/// The segment files under a member's `partitions/` (not the spare pool), as relative
+/// paths in order.
+fn segment_files(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
     for part in std::fs::read_dir(root).into_iter().flatten().flatten() {
         let name = part.file_name().to_string_lossy().to_string();
         if name.starts_with('.') {
@@ -196,11 +201,63 @@ fn partition_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
         for f in std::fs::read_dir(part.path()).into_iter().flatten().flatten() {
             let fname = f.file_name().to_string_lossy().to_string();
             if fname.ends_with(".seg") {
-                if let Ok(bytes) = std::fs::read(f.path()) {
-                    out.insert(format!("{name}/{fname}"), bytes);
-                }
+                out.push(format!("{name}/{fname}"));
             }
         }
     }
+    out.sort();
     out
+}
+
+/// Whether two files hold the same bytes, read a MiB at a time (a long campaign's
+/// partition files are far larger than what should be held in memory at once).
+fn same_bytes(a: &Path, b: &Path) -> Result<bool, String> {
+    let open = |p: &Path| std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()));
+    let (mut fa, mut fb) = (open(a)?, open(b)?);
+    let (mut ba, mut bb) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
+    loop {
+        let na = read_full(&mut fa, &mut ba).map_err(|e| format!("{}: {e}", a.display()))?;
+        let nb = read_full(&mut fb, &mut bb).map_err(|e| format!("{}: {e}", b.display()))?;
+        if na != nb || ba[..na] != bb[..nb] {
+            return Ok(false);
+        }
+        if na == 0 {
+            return Ok(true);
+        }
+    }
+}
+
+/// Fills `buf` unless the file ends first; how much it read.
+fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_compared_to_the_last_byte_a_mib_at_a_time() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        let mut bytes = vec![7u8; (1 << 20) + 5];
+        std::fs::write(&a, &bytes).unwrap();
+        std::fs::write(&b, &bytes).unwrap();
+        assert!(same_bytes(&a, &b).unwrap());
+        *bytes.last_mut().unwrap() = 8;
+        std::fs::write(&b, &bytes).unwrap();
+        assert!(!same_bytes(&a, &b).unwrap(), "the last byte, past the first MiB, differs");
+        bytes.pop();
+        std::fs::write(&b, &bytes).unwrap();
+        assert!(!same_bytes(&a, &b).unwrap(), "a prefix is not the same file");
+        assert!(same_bytes(&a, &d.path().join("missing")).is_err());
+    }
 }
