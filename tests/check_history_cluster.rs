@@ -80,10 +80,14 @@ fn a_cluster_campaign_under_leader_faults_is_judged_ok_and_each_fault_moves_the_
 }
 
 #[test]
-fn a_single_nodes_fault_in_a_cluster_run_and_a_partition_without_one_are_refused() {
+fn a_single_nodes_fault_in_a_cluster_run_a_partition_without_one_and_a_cluster_without_spawn_are_refused() {
     let r = baton(&["check", "history", "--spawn", "--cluster", "--nemesis", "power", "--duration", "1"]);
     assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("--nemesis power") && r.stderr.contains("not --cluster"), "{}", r.stderr);
+    // --cluster against a running server is refused, not a cluster of our own started anyway.
+    let r = baton(&["check", "history", "--cluster", "--addr", "http://127.0.0.1:1", "--duration", "1"]);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("--cluster") && r.stderr.contains("need --spawn"), "{}", r.stderr);
     let r = baton(&["check", "history", "--spawn", "--nemesis", "partition", "--duration", "1"]);
     assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("--nemesis partition") && r.stderr.contains("--cluster"), "{}", r.stderr);

@@ -149,9 +149,11 @@ pub fn run(a: &super::HistoryArgs) -> Result<i32, String> {
     if r.clients == 0 || r.partitions == 0 || r.duration == 0 {
         return Err("--clients, --partitions and --duration must be at least 1".into());
     }
-    if !r.spawn && (!r.nemesis.is_empty() || r.exe.is_some() || r.faults_lib.is_some()) {
+    if !r.spawn && (r.cluster || !r.nemesis.is_empty() || r.exe.is_some() || r.faults_lib.is_some()) {
         // Checked here: clap's `requires` takes the flag's default (false) as present.
-        return Err("--nemesis, --exe and --faults-lib need --spawn (only a broker we started can be killed)".into());
+        return Err(
+            "--cluster, --nemesis, --exe and --faults-lib need --spawn (only a broker we started can be killed)".into(),
+        );
     }
     let faults = nemesis::parse(&r.nemesis)?;
     if let Some(f) =
