@@ -189,13 +189,17 @@ fn kafka_metadata_names_the_leader_and_members_that_do_not_lead_refuse() {
         assert!(Instant::now() < deadline, "a topic asked of a follower never appeared: {md:?}");
         std::thread::sleep(Duration::from_millis(50));
     }
-    // A transactional id is still refused, wherever it is asked.
-    let tx: InitProducerIdResponse = kf.call(
-        ApiKey::InitProducerId,
-        4,
-        &InitProducerIdRequest::default().with_transactional_id(Some(TransactionalId(name("tx")))),
-    );
-    assert_ne!(tx.error_code, 0);
+    // The leader is the transaction coordinator (D48): a follower answers NOT_COORDINATOR,
+    // the leader gives the transactional id its producer.
+    let tx = |k: &mut Kafka| -> InitProducerIdResponse {
+        let req = InitProducerIdRequest::default()
+            .with_transactional_id(Some(TransactionalId(name("tx"))))
+            .with_transaction_timeout_ms(60_000);
+        k.call(ApiKey::InitProducerId, 4, &req)
+    };
+    assert_eq!(tx(&mut kf).error_code, NOT_COORDINATOR);
+    let led = tx(&mut k);
+    assert_eq!((led.error_code, led.producer_epoch), (0, 0), "{led:?}");
 }
 
 /// A member that stops does not hold its shutdown for a long poll it forwarded to the

@@ -60,7 +60,7 @@ class Baton:
         except OSError:
             return ""
 
-    def stop(self):
+    def _terminate(self):
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -68,6 +68,15 @@ class Baton:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+    def restart(self):
+        """SIGTERM, then a new process on the same data directory and ports
+        (what an operator's restart does; clients reconnect to the same address)."""
+        self._terminate()
+        self.start()
+
+    def stop(self):
+        self._terminate()
         self.tmp.cleanup()
 
 

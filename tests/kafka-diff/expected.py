@@ -81,11 +81,19 @@ EXPECTED = {
         "describe an unknown group": ("DEAD members=0", "DEAD members=0"),
     },
     "transactions": {
-        "FindCoordinator(transaction)": ("NONE", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
-        "InitProducerId(transactional.id)": ("NONE", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
-        "transactional batch without AddPartitionsToTxn": ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "INVALID_RECORD"),
-        "init/begin/produce/commit": ("ok", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED fatal=True retriable=False"),
-        "read_committed sees": ("['committed']", "[]"),
+        "FindCoordinator(transaction)": ("NONE", "NONE"),
+        "InitProducerId(transactional.id)": ("NONE", "NONE"),
+        "transactional batch without AddPartitionsToTxn": ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+                                                           "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
+        "init/begin/produce/commit": ("ok", "ok"),
+        "read_committed sees": ("['committed']", "['committed']"),
+    },
+    "transaction_outcomes": {
+        "read_committed sees": ("['A', 'C']", "['A', 'C']"),
+        "read_uncommitted sees": ("['A', 'B', 'C']", "['A', 'B', 'C']"),
+        "high watermark (3 records, 3 markers)": ("6", "6"),
+        "zombie's commit": ("_FENCED fatal=True", "_FENCED fatal=True"),
+        "read_committed after the zombie": ("['A', 'C']", "['A', 'C']"),
     },
 }
 

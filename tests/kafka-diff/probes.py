@@ -8,7 +8,8 @@ outcomes with the recorded ones in expected.py."""
 import time
 import uuid
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
+from confluent_kafka import (Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer,
+                             TopicPartition)
 from confluent_kafka.admin import AdminClient
 
 import raw
@@ -280,8 +281,68 @@ def transactions(target):
     return out
 
 
+def _read_all(bootstrap, topic, isolation):
+    """Every value a consumer at `isolation` reads from partition 0, until end of partition."""
+    cons = Consumer({"bootstrap.servers": bootstrap, "group.id": name("g"), "auto.offset.reset": "earliest",
+                     "isolation.level": isolation, "enable.auto.commit": False, "enable.partition.eof": True})
+    cons.assign([TopicPartition(topic, 0, 0)])
+    seen, end = [], time.time() + 10
+    while time.time() < end:
+        m = cons.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            if m.error().code() == KafkaError._PARTITION_EOF:
+                break
+            continue
+        seen.append(m.value().decode())
+    cons.close()
+    return seen
+
+
+def _txn_producer(bootstrap, txid):
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txid, "transaction.timeout.ms": 10000})
+    p.init_transactions(20)
+    return p
+
+
+def transaction_outcomes(target):
+    """Commit, abort (flushed first, so its records are written), commit; then a zombie."""
+    out = {}
+    with raw.Conn(target.bootstrap) as c:
+        t = new_topic(c)
+    p = _txn_producer(target.bootstrap, name("tx"))
+    for value, commit in (("A", True), ("B", False), ("C", True)):
+        p.begin_transaction()
+        p.produce(t, value.encode(), partition=0)
+        p.flush(10)
+        if commit:
+            p.commit_transaction(15)
+        else:
+            p.abort_transaction(15)
+    out["read_committed sees"] = str(_read_all(target.bootstrap, t, "read_committed"))
+    out["read_uncommitted sees"] = str(_read_all(target.bootstrap, t, "read_uncommitted"))
+    probe = Consumer({"bootstrap.servers": target.bootstrap, "group.id": name("g")})
+    out["high watermark (3 records, 3 markers)"] = str(probe.get_watermark_offsets(TopicPartition(t, 0), 10)[1])
+    probe.close()
+    txid = name("zombie")
+    old = _txn_producer(target.bootstrap, txid)
+    old.begin_transaction()
+    old.produce(t, b"Z", partition=0)
+    old.flush(10)
+    _txn_producer(target.bootstrap, txid)
+    try:
+        old.commit_transaction(15)
+        out["zombie's commit"] = "ok"
+    except KafkaException as e:
+        err = e.args[0]
+        out["zombie's commit"] = f"{err.name()} fatal={err.fatal()}"
+    out["read_committed after the zombie"] = str(_read_all(target.bootstrap, t, "read_committed"))
+    return out
+
+
 PROBES = [
     list_offsets_by_timestamp, produce_unknown_topic, fetch_out_of_range, idempotent_duplicate,
     delete_then_produce, create_partitions, describe_configs, message_too_large, group_after_leave,
-    transactions,
+    transactions, transaction_outcomes,
 ]

@@ -24,15 +24,14 @@ use baton_log::{recover as wal_recover, WalConfig, WalError};
 use parking_lot::Mutex;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 const FILE: &str = "checkpoint.bin";
 /// Format 4 (D29): per-message metadata is in the partitions' index files, not here.
-const MAGIC: &[u8; 8] = b"BATNCKP4";
+const MAGIC: &[u8; 8] = b"BATNCKP5";
 /// Formats this build refuses by name: 1 (before D13), 2 (FNV transaction-id hashes, before D21),
 /// 3 (per-message metadata in the checkpoint, before D29).
-const OLD_MAGICS: [&[u8; 8]; 3] = [b"BATNCKP1", b"BATNCKP2", b"BATNCKP3"];
+const OLD_MAGICS: [&[u8; 8]; 4] = [b"BATNCKP1", b"BATNCKP2", b"BATNCKP3", b"BATNCKP4"];
 
 pub struct Snapshot {
     pub index: u64,
@@ -355,7 +354,7 @@ fn load(dir: &Path) -> Result<Option<State>, String> {
 pub(crate) fn decode(bytes: &[u8], path: &Path) -> Result<State, String> {
     if let Some(v) = OLD_MAGICS.iter().position(|m| bytes.len() >= 12 && &bytes[..8] == *m) {
         return Err(format!(
-            "{} was written by an older Baton (checkpoint format {}); this build reads format 4 only: \
+            "{} was written by an older Baton (checkpoint format {}); this build reads format 5 only: \
              start with a fresh --data-dir",
             path.display(),
             v + 1
@@ -421,7 +420,7 @@ pub fn recover(storage: StorageConfig, wal: Option<&WalConfig>) -> Result<(State
     let from = state.applied_index + 1;
     let Some(wal) = wal else {
         for p in state.parts.values() {
-            p.durable.store(p.end, Ordering::Release);
+            p.publish_all();
         }
         return Ok((state, from));
     };
@@ -443,7 +442,7 @@ pub fn recover(storage: StorageConfig, wal: Option<&WalConfig>) -> Result<(State
     }
     tracing::info!(entries = info.entries, next_index = info.next_index, "recovered");
     for p in state.parts.values() {
-        p.durable.store(p.end, Ordering::Release);
+        p.publish_all();
     }
     Ok((state, info.next_index.max(from)))
 }

@@ -135,6 +135,9 @@ pub struct FetchRequest {
     pub partition: String,
     pub offset: u64,
     pub max_bytes: u64,
+    /// Kafka's read_committed: stop at the last stable offset and list the aborted
+    /// transactions the read covers (D48).
+    pub committed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -146,6 +149,13 @@ pub struct FetchResult {
     pub spans: Vec<ReadSpan>,
     pub from_offset: u64,
     pub error: Option<CoreError>,
+    /// The last stable offset (durable): every record below it is committed or aborted.
+    pub last_stable: u64,
+    /// For a committed read: (producer id, first offset) of each aborted transaction it covers.
+    pub aborted: Vec<(i64, u64)>,
+    /// For a committed read: the `[start, end)` spans it covers that hold control records or
+    /// aborted transactions' records, for a reader that filters by offset (HTTP fetch).
+    pub hidden: Vec<(u64, u64)>,
 }
 
 /// Read-only views for the resources API.
@@ -184,6 +194,23 @@ pub enum Query {
         part: PartId,
         txid: String,
     },
+    /// Kafka transactional ids: the named ones, or every one (D48).
+    KafkaTxns(Option<Vec<String>>),
+}
+
+/// One Kafka transactional id as DescribeTransactions and ListTransactions show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnView {
+    pub tid: String,
+    pub producer: i64,
+    pub epoch: i16,
+    pub timeout_ms: i32,
+    /// Kafka's names: Ongoing, Empty, CompleteCommit, CompleteAbort.
+    pub state: &'static str,
+    /// When the open transaction began (ms), or -1.
+    pub start_ms: i64,
+    /// (topic, partition) of the open transaction.
+    pub parts: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -195,6 +222,9 @@ pub struct PartitionView {
     pub end: u64,
     /// Offsets below are durable: what Kafka calls the high watermark.
     pub durable_end: u64,
+    /// Kafka's last stable offset (D48): below it, no transaction is open.
+    #[serde(skip)]
+    pub stable_end: u64,
     pub depth: u64,
     pub leased: bool,
 }
@@ -243,6 +273,11 @@ pub enum QueryResult {
         groups: usize,
         kv_bytes: u64,
         timer_bytes: u64,
+        /// Kafka transactional ids, those with a transaction open, and the most aborted
+        /// transactions any one partition remembers (D48).
+        kafka_txn_ids: usize,
+        kafka_txns_open: usize,
+        kafka_aborted_max: usize,
     },
     Queues(Vec<QueueView>),
     Queue(Option<QueueView>),
@@ -251,6 +286,8 @@ pub enum QueryResult {
     Message(Option<(String, String, Option<ReadSpan>)>),
     Offset(Result<Option<u64>, CoreError>),
     GroupOffsets(Vec<(String, u64)>),
+    /// Known ids only; an id asked for that does not exist is left out.
+    KafkaTxns(Vec<TxnView>),
     /// (key, fire time, payload JSON, partition, txn)
     Timers(Vec<(String, Micros, String, String, String)>),
 }

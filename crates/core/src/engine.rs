@@ -236,6 +236,10 @@ pub(crate) enum Cmd {
     Produce(ProduceRequest, oneshot::Sender<Result<ProduceOutcome, CoreError>>),
     CreateTopic(String, u32, oneshot::Sender<Result<bool, CoreError>>),
     InitProducer(oneshot::Sender<Result<i64, CoreError>>),
+    KafkaTxn(
+        crate::ktxn_plan::TxnOp,
+        oneshot::Sender<Result<Result<crate::ktxn_plan::TxnReply, crate::ktxn_plan::TxnError>, CoreError>>,
+    ),
     Commit(String, String, Vec<(String, u64)>, oneshot::Sender<Result<Vec<Result<(), CoreError>>, CoreError>>),
     Kv(Vec<KvOp>, oneshot::Sender<Result<Result<Vec<KvResult>, KvRollback>, CoreError>>),
     Timers(Vec<TimerOp>, oneshot::Sender<Result<Vec<TimerResult>, CoreError>>),
@@ -489,6 +493,14 @@ impl Engine {
 
     pub async fn init_producer(&self) -> Result<i64, CoreError> {
         self.call(Cmd::InitProducer).await?
+    }
+
+    /// A Kafka transaction request (D48), answered once its entry is durable.
+    pub async fn kafka_txn(
+        &self,
+        op: crate::ktxn_plan::TxnOp,
+    ) -> Result<Result<crate::ktxn_plan::TxnReply, crate::ktxn_plan::TxnError>, CoreError> {
+        self.call(|x| Cmd::KafkaTxn(op, x)).await?
     }
 
     /// Kafka OffsetCommit: set the group's next offset on each named partition.

@@ -139,6 +139,58 @@ pub enum Effect {
         part: PartId,
         producers: Vec<i64>,
     },
+    /// A Kafka transactional id gets (or keeps) its producer at a new epoch (D48):
+    /// InitProducerId, or the fencing bump of a transaction aborted on timeout.
+    KafkaTxnInit {
+        tid: String,
+        producer: i64,
+        epoch: i16,
+        timeout_ms: i32,
+    },
+    /// Partitions and groups join the transactional id's open transaction (opening it).
+    KafkaTxnAdd {
+        tid: String,
+        parts: Vec<PartId>,
+        groups: Vec<String>,
+    },
+    /// Offsets committed inside the open transaction: applied to the groups only by
+    /// its commit (TxnOffsetCommit).
+    KafkaTxnOffsets {
+        tid: String,
+        offsets: Vec<(String, PartId, u64)>,
+    },
+    /// A transactional batch was appended at `[base, end)`: the partition's stable
+    /// end stays at or below the transaction's first offset until it ends.
+    KafkaTxnWrite {
+        part: PartId,
+        producer: i64,
+        base: u64,
+        end: u64,
+    },
+    /// The control batch ending `producer`'s transaction in this partition is at `marker`.
+    KafkaTxnMark {
+        part: PartId,
+        producer: i64,
+        epoch: i16,
+        commit: bool,
+        marker: u64,
+    },
+    /// The transactional id's open transaction is over (after its marks and commits).
+    KafkaTxnEnd {
+        tid: String,
+        commit: bool,
+    },
+    /// An idle transactional id is forgotten (Kafka's transactional.id.expiration.ms).
+    KafkaTxnForget {
+        tid: String,
+    },
+    /// Offsets no consumer is given (control records, aborted transactions' records):
+    /// settled for the group as a pop passes them, so its cursor moves past them.
+    SettleHidden {
+        part: PartId,
+        group: GroupId,
+        ranges: Vec<(u64, u64)>,
+    },
 }
 
 impl Entry {
@@ -159,6 +211,16 @@ impl Entry {
                     Effect::Configure { queue, .. } => queue.len(),
                     Effect::CreatePartition { name, .. } | Effect::CreateGroup { name, .. } => name.len(),
                     Effect::ExpireProducers { producers, .. } => 8 * producers.len(),
+                    Effect::KafkaTxnInit { tid, .. }
+                    | Effect::KafkaTxnEnd { tid, .. }
+                    | Effect::KafkaTxnForget { tid } => tid.len(),
+                    Effect::KafkaTxnAdd { tid, parts, groups } => {
+                        tid.len() + 4 * parts.len() + groups.iter().map(|g| g.len() + 8).sum::<usize>()
+                    }
+                    Effect::KafkaTxnOffsets { tid, offsets } => {
+                        tid.len() + offsets.iter().map(|(g, _, _)| g.len() + 20).sum::<usize>()
+                    }
+                    Effect::SettleHidden { ranges, .. } => 16 * ranges.len(),
                     _ => 0,
                 }
             })

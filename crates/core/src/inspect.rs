@@ -163,7 +163,7 @@ mod tests {
         assert!(crate::dirlock::DirLock::acquire(d.path()).is_err(), "no server starts while it is checked");
         drop(r);
         assert!(read_checkpoint(d.path()).unwrap().is_none());
-        std::fs::write(checkpoint_path(d.path()), b"BATNCKP4\0\0\0\0junk").unwrap();
+        std::fs::write(checkpoint_path(d.path()), b"BATNCKP5\0\0\0\0junk").unwrap();
         assert!(read_checkpoint(d.path()).err().is_some_and(|e| e.contains("crc")));
     }
 }

@@ -26,6 +26,9 @@ pub enum ProduceOutcome {
     UnknownProducerId(i64),
     CorruptMessage(String),
     UnknownTopicOrPartition,
+    /// A transactional batch outside its producer's open transaction on this partition, or
+    /// one whose producer is not the request's transactional id (D48).
+    InvalidTxnState(String),
 }
 
 #[derive(Debug, Clone)]
@@ -42,6 +45,8 @@ pub struct ProduceRequest {
     /// Kafka's producer.id.expiration.ms, in µs: a producer that has not
     /// written to the partition for this long has its state dropped.
     pub producer_expiry: Micros,
+    /// The request's transactional id, which every transactional batch's producer must own.
+    pub txn_id: Option<String>,
 }
 
 /// Kafka's producer.id.expiration.ms default: one day.
@@ -60,6 +65,7 @@ impl ProduceRequest {
             batches: Vec::new(),
             create: false,
             producer_expiry: DEFAULT_PRODUCER_EXPIRY,
+            txn_id: None,
         }
     }
 }
@@ -70,6 +76,10 @@ fn producer_of(b: &[u8]) -> (i64, i16, i32) {
     let epoch = i16::from_be_bytes(b[51..53].try_into().expect("header checked"));
     let seq = i32::from_be_bytes(b[53..57].try_into().expect("header checked"));
     (pid, epoch, seq)
+}
+
+fn transactional(b: &[u8]) -> bool {
+    i16::from_be_bytes([b[21], b[22]]) & baton_wire::ATTR_TRANSACTIONAL != 0
 }
 
 /// `seq` moved on by `n`, as Kafka counts: after i32::MAX comes 0.
@@ -141,6 +151,9 @@ impl Planner {
             if pid >= self.state.next_producer {
                 return Ok(ProduceOutcome::UnknownProducerId(pid));
             }
+            if let Some(refused) = self.txn_batch_refused(b, pid, epoch, part, r.txn_id.as_deref()) {
+                return Ok(refused);
+            }
             let last_seq = next_seq(seq, count - 1);
             let p = &self.state.parts[&part];
             match (planned.get(&pid), p.producers.get(&pid)) {
@@ -186,9 +199,14 @@ impl Planner {
             baton_wire::set_base_offset(&mut b, base);
             let name = p.name.clone();
             let txids = (0..count as u64).map(|i| self.state.txid_hash(&format!("{name}-{}", base + i))).collect();
+            let txn = transactional(&b);
             self.emit_pub(Effect::Append { part, count, txids, dedup: Vec::new(), batch: b.into() })?;
             if let Some((producer, epoch, first_seq, last_seq)) = seq {
                 self.emit_pub(Effect::ProducerSeq { part, producer, epoch, first_seq, last_seq, base_offset: base })?;
+                if txn {
+                    let end = base + count as u64;
+                    self.emit_pub(Effect::KafkaTxnWrite { part, producer, base, end })?;
+                }
             }
             self.pushed_queues.entry(self.state.parts[&part].queue).or_default().insert(part);
             first_base.get_or_insert(base);
@@ -200,6 +218,43 @@ impl Planner {
             self.expire_producers(part, &planned, r.producer_expiry)?;
         }
         Ok(ProduceOutcome::Appended { base_offset: first_base.unwrap_or(0) })
+    }
+
+    /// Why a batch may not be written as its transaction stands (D48), if it may not. A
+    /// transactional batch needs its producer's transaction open on this partition at the
+    /// id's current epoch; a transactional producer writes no other kind of batch.
+    fn txn_batch_refused(
+        &self,
+        b: &[u8],
+        pid: i64,
+        epoch: i16,
+        part: PartId,
+        txn_id: Option<&str>,
+    ) -> Option<ProduceOutcome> {
+        let owner = self.state.ktxn.by_producer.get(&pid);
+        if !transactional(b) {
+            return owner.map(|t| {
+                ProduceOutcome::InvalidTxnState(format!(
+                    "producer {pid} is transactional id {t}'s: its batches must be transactional"
+                ))
+            });
+        }
+        let Some(tid) = owner else {
+            return Some(ProduceOutcome::InvalidTxnState(format!("producer {pid} has no transactional id")));
+        };
+        if txn_id != Some(tid.as_str()) {
+            return Some(ProduceOutcome::InvalidTxnState(format!("producer {pid} is transactional id {tid}'s")));
+        }
+        let t = &self.state.ktxn.ids[tid];
+        if epoch != t.epoch {
+            return Some(ProduceOutcome::InvalidProducerEpoch);
+        }
+        if t.open_since.is_none() || !t.parts.contains(&part) {
+            return Some(ProduceOutcome::InvalidTxnState(format!(
+                "the partition was not added to {tid}'s transaction (AddPartitionsToTxn first)"
+            )));
+        }
+        None
     }
 
     /// Drop the state of the partition's producers idle for `expiry`: their

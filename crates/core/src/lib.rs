@@ -18,6 +18,8 @@ pub mod index;
 pub mod inspect;
 pub mod install;
 pub mod kafka_ops;
+pub mod ktxn;
+pub mod ktxn_plan;
 pub mod kv;
 pub mod limits;
 pub mod model;
@@ -39,6 +41,8 @@ pub use engine::{wall_micros, Engine, EngineConfig};
 pub use model::*;
 pub use options::OptionsPatch;
 pub use txn::{TxnAck, TxnItem, TxnOutcome, TxnRequest};
+#[cfg(test)]
+mod ktxn_tests;
 #[cfg(test)]
 mod kv_tests;
 #[cfg(test)]

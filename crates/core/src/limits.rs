@@ -32,6 +32,13 @@ pub struct Limits {
     /// Bytes of pending timers (queue, key, payload, partition, transaction id): a schedule
     /// that would grow them past it is refused `timers_full` (429).
     pub max_timer_bytes: u64,
+    /// Kafka transactional ids that may exist at once (an id idle for seven days is
+    /// forgotten): an InitProducerId for one more is refused `too_many_transactional_ids`.
+    pub max_kafka_txn_ids: usize,
+    /// Aborted Kafka transactions a partition remembers until retention drops them (Fetch
+    /// reports them; each costs state): a transaction adding a partition at the bound is
+    /// refused `too_many_aborted_transactions`.
+    pub max_aborted_txns: usize,
 }
 
 pub const DEFAULT_MAX_QUEUES: usize = 100_000;
@@ -48,6 +55,8 @@ impl Default for Limits {
             max_partitions: DEFAULT_MAX_PARTITIONS,
             max_kv_bytes: 1 << 30,
             max_timer_bytes: 1 << 30,
+            max_kafka_txn_ids: 100_000,
+            max_aborted_txns: 100_000,
         }
     }
 }
@@ -71,6 +80,8 @@ impl Limits {
             || self.max_partitions == 0
             || self.max_kv_bytes == 0
             || self.max_timer_bytes == 0
+            || self.max_kafka_txn_ids == 0
+            || self.max_aborted_txns == 0
         {
             return Err("engine limits must be positive".into());
         }

@@ -99,6 +99,8 @@ pub struct PartMeta {
     pub marks: Vec<SegmentMark>,
     /// Idempotent Kafka producers: epoch and their last few batches.
     pub producers: HashMap<i64, ProducerState>,
+    /// Kafka transactions open or aborted here (D48).
+    pub txns: crate::ktxn::PartTxns,
 }
 
 /// A partition: its checkpointed fields ([`PartMeta`], reached through `Deref`) and what
@@ -120,6 +122,11 @@ pub struct Partition {
     /// Offsets below are durable: readers that do not write (fetch) stop here.
     #[serde(skip)]
     pub durable: Arc<AtomicU64>,
+    /// The last stable offset as of the durable state (D48): a committed read stops here.
+    /// Set with `durable`, from the planned state of the same frame, so a commit that could
+    /// still vanish never makes its records visible.
+    #[serde(skip)]
+    pub stable: Arc<AtomicU64>,
 }
 
 impl std::ops::Deref for Partition {
@@ -148,6 +155,7 @@ impl Clone for Partition {
             dedup_order: Chunked::new(),
             files: None,
             durable: self.durable.clone(),
+            stable: self.stable.clone(),
         }
     }
 }
@@ -160,6 +168,7 @@ impl Partition {
             dedup_order: Chunked::new(),
             files,
             durable: Arc::new(AtomicU64::new(0)),
+            stable: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -287,6 +296,28 @@ impl Partition {
 
     pub fn durable_end(&self) -> u64 {
         self.durable.load(Ordering::Acquire)
+    }
+
+    /// The last stable offset of the durable state (Kafka's LSO).
+    pub fn stable_end(&self) -> u64 {
+        self.stable.load(Ordering::Acquire).min(self.durable_end())
+    }
+
+    /// The last stable offset as planned.
+    pub fn planned_stable(&self) -> u64 {
+        self.txns.stable(self.end)
+    }
+
+    /// Everything applied is durable (after recovery, or on promotion): publish it.
+    pub fn publish_all(&self) {
+        self.stable.store(self.planned_stable(), Ordering::Release);
+        self.durable.store(self.end, Ordering::Release);
+    }
+
+    /// Whether `offset` is a control record (a transaction marker): read from the index
+    /// only where markers were ever written.
+    pub fn is_marker(&self, offset: u64) -> bool {
+        self.txns.first_marker.is_some_and(|m| offset >= m) && self.txid_at(offset) == Some(crate::ktxn::MARKER_TXID)
     }
 }
 

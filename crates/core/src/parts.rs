@@ -123,6 +123,7 @@ mod tests {
             cursors: HashMap::new(),
             marks: Vec::new(),
             producers: HashMap::new(),
+            txns: Default::default(),
         };
         Partition::new(meta, None)
     }

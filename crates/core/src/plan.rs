@@ -38,7 +38,10 @@ pub struct Planner {
     broken: Option<String>,
 }
 
-type Planned<T> = Result<T, CoreError>;
+pub(crate) type Planned<T> = Result<T, CoreError>;
+
+/// Spans of records no consumer is given (D48) that one pop settles at most.
+const MAX_HIDDEN_PER_POP: usize = 1024;
 
 fn apply_err(e: ApplyError) -> CoreError {
     CoreError::unavailable(e.0)
@@ -408,16 +411,33 @@ impl Planner {
                     None => (from_ts.map(|t| p.offset_at_ts(t)).unwrap_or(p.start).max(p.start), None),
                 };
                 let mut v = Vec::new();
+                let mut hidden = Vec::new();
                 let mut o = next;
+                // I7: records of a transaction still open are not delivered, nor anything after.
+                let stable = p.planned_stable();
                 // The stored batches the answer will read, bounded by `max_pop_bytes`: a pop
                 // of a huge batch count over large messages must not build a huge answer.
                 // The first message always goes, so a message larger than the bound is still
                 // delivered.
                 let mut bytes = 0u64;
                 let mut last_batch = None;
-                while o < p.end && v.len() < req.batch as usize {
+                while o < stable && v.len() < req.batch as usize {
                     if cursor.is_some_and(|c| c.done.contains(&o)) {
                         o += 1;
+                        continue;
+                    }
+                    // Control records and aborted records are no one's (D48). Passed only
+                    // at the front, where settling them moves the cursor, and a bounded
+                    // number of spans per pop.
+                    if let Some(end) = p.txns.hidden_end(o).or_else(|| p.is_marker(o).then_some(o + 1)) {
+                        if !v.is_empty() || hidden.len() >= MAX_HIDDEN_PER_POP {
+                            break;
+                        }
+                        match hidden.last_mut() {
+                            Some((_, e)) if *e == o => *e = end,
+                            _ => hidden.push((o, end)),
+                        }
+                        o = end;
                         continue;
                     }
                     if let Some(ready) =
@@ -439,10 +459,17 @@ impl Planner {
                     v.push(o);
                     o += 1;
                 }
-                v
+                (v, hidden)
             };
+            let (offsets, hidden) = offsets;
+            let passed = !hidden.is_empty();
+            if passed {
+                self.emit(Effect::SettleHidden { part, group, ranges: hidden })?;
+            }
             if offsets.is_empty() {
-                if !delayed {
+                // After passing hidden records the next pop looks again: the bound on
+                // spans per pop may have stopped this one short of what is deliverable.
+                if !delayed && !passed {
                     self.state.ready.exhausted(q, group, part);
                 }
                 continue;

@@ -7,15 +7,15 @@ use crate::model::*;
 use crate::plan::Planner;
 use crate::state::{State, StorageConfig};
 
-const S: u64 = 1_000_000;
+pub(crate) const S: u64 = 1_000_000;
 
-struct Fixture {
-    p: Planner,
-    log: Vec<Entry>,
-    _dir: tempfile::TempDir,
+pub(crate) struct Fixture {
+    pub(crate) p: Planner,
+    pub(crate) log: Vec<Entry>,
+    pub(crate) _dir: tempfile::TempDir,
 }
 
-fn storage(dir: &std::path::Path) -> StorageConfig {
+pub(crate) fn storage(dir: &std::path::Path) -> StorageConfig {
     StorageConfig {
         data_dir: dir.to_path_buf(),
         segment_bytes: 4096,
@@ -26,24 +26,24 @@ fn storage(dir: &std::path::Path) -> StorageConfig {
 }
 
 impl Fixture {
-    fn new() -> Fixture {
+    pub(crate) fn new() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let p = Planner::new(State::new(storage(&dir.path().join("live"))));
         Fixture { p, log: Vec::new(), _dir: dir }
     }
 
-    fn at(&mut self, now: Micros) -> &mut Planner {
+    pub(crate) fn at(&mut self, now: Micros) -> &mut Planner {
         self.p.begin(now);
         &mut self.p
     }
 
-    fn done(&mut self) {
+    pub(crate) fn done(&mut self) {
         if let Some(e) = self.p.finish().expect("a whole plan") {
             self.log.push(e);
         }
     }
 
-    fn push(&mut self, now: Micros, queue: &str, part: &str, txids: &[&str]) -> Vec<PushResult> {
+    pub(crate) fn push(&mut self, now: Micros, queue: &str, part: &str, txids: &[&str]) -> Vec<PushResult> {
         let records: Vec<PushRecord> = txids
             .iter()
             .map(|t| PushRecord {
@@ -67,7 +67,7 @@ impl Fixture {
         r
     }
 
-    fn pop(&mut self, now: Micros, queue: &str, group: Option<&str>, batch: u32) -> Option<PopResult> {
+    pub(crate) fn pop(&mut self, now: Micros, queue: &str, group: Option<&str>, batch: u32) -> Option<PopResult> {
         let req = PopRequest {
             queue: queue.into(),
             partition: None,
@@ -82,7 +82,7 @@ impl Fixture {
         r
     }
 
-    fn ack(&mut self, now: Micros, r: &PopResult, offset: u64, status: AckStatus) -> Result<(), CoreError> {
+    pub(crate) fn ack(&mut self, now: Micros, r: &PopResult, offset: u64, status: AckStatus) -> Result<(), CoreError> {
         let item = AckItem { part: r.part, txid: None, offset: Some(offset), lease: r.lease, status, error: None };
         let group = (r.group != QUEUE_MODE).then_some(r.group.clone());
         let out = self.at(now).ack(group.as_deref(), &[item]).pop().unwrap();
@@ -90,7 +90,7 @@ impl Fixture {
         out
     }
 
-    fn configure(&mut self, now: Micros, queue: &str, o: QueueOptions) {
+    pub(crate) fn configure(&mut self, now: Micros, queue: &str, o: QueueOptions) {
         self.at(now).configure(queue, o).unwrap();
         self.done();
     }
@@ -404,7 +404,7 @@ fn transaction_rolls_back_on_duplicate_push() {
     assert_eq!(f.p.state.partition("in", "p").unwrap().cursors.values().next().unwrap().next, 0);
 }
 
-fn kafka_batch(n: usize, pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
+pub(crate) fn kafka_batch(n: usize, pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
     let vals: Vec<String> = (0..n).map(|i| format!("v{i}")).collect();
     let recs: Vec<_> =
         vals.iter().map(|v| baton_wire::NewRecord { key: None, value: v.as_bytes(), txid: None }).collect();
@@ -432,6 +432,7 @@ fn kafka_idempotent_producer_drops_retries_and_refuses_gaps() {
             batches: vec![b],
             create: false,
             producer_expiry: crate::kafka_ops::DEFAULT_PRODUCER_EXPIRY,
+            txn_id: None,
         });
         f.done();
         r.unwrap()
@@ -456,6 +457,7 @@ fn kafka_idempotent_producer_drops_retries_and_refuses_gaps() {
         batches: vec![kafka_batch(1, -1, -1, -1)],
         create: false,
         producer_expiry: crate::kafka_ops::DEFAULT_PRODUCER_EXPIRY,
+        txn_id: None,
     });
     assert_eq!(r.unwrap(), O::UnknownTopicOrPartition);
 }

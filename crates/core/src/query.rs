@@ -21,6 +21,7 @@ fn queue_view(state: &State, q: &Queue) -> QueueView {
                 start: p.start,
                 end: p.end,
                 durable_end: p.durable_end(),
+                stable_end: p.stable_end(),
                 depth: partition_depth(state, *pid, gid),
                 leased: gid.and_then(|g| p.cursors.get(&g)).is_some_and(|c| c.lease.is_some()),
             }
@@ -49,7 +50,11 @@ pub fn run(state: &State, q: Query) -> QueryResult {
             // Counted when the planner was made (Planner::with_limits); recounted only if not.
             let kv_bytes = state.held.kv.unwrap_or_else(|| state.count_kv_bytes());
             let timer_bytes = state.held.timers.unwrap_or_else(|| state.count_timer_bytes());
+            let ids = &state.ktxn.ids;
             QueryResult::Sizes {
+                kafka_txn_ids: ids.len(),
+                kafka_txns_open: ids.values().filter(|t| t.open_since.is_some()).count(),
+                kafka_aborted_max: state.parts.values().map(|p| p.txns.aborted.len()).max().unwrap_or(0),
                 queues: state.queues.len(),
                 partitions: state.parts.len(),
                 groups: state.groups.len(),
@@ -137,6 +142,32 @@ pub fn run(state: &State, q: Query) -> QueryResult {
             }
             QueryResult::Timers(rows)
         }
+        Query::KafkaTxns(ids) => {
+            let view = |(tid, t): (&String, &crate::ktxn::TxnId)| TxnView {
+                tid: tid.clone(),
+                producer: t.producer,
+                epoch: t.epoch,
+                timeout_ms: t.timeout_ms,
+                state: match (t.open_since, t.last_end) {
+                    (Some(_), _) => "Ongoing",
+                    (None, Some(true)) => "CompleteCommit",
+                    (None, Some(false)) => "CompleteAbort",
+                    (None, None) => "Empty",
+                },
+                start_ms: t.open_since.map_or(-1, |s| (s / 1000) as i64),
+                parts: t
+                    .parts
+                    .iter()
+                    .filter_map(|p| state.parts.get(p))
+                    .filter_map(|p| Some((state.queues.get(&p.queue)?.name.clone(), p.name.clone())))
+                    .collect(),
+            };
+            let all = &state.ktxn.ids;
+            QueryResult::KafkaTxns(match ids {
+                Some(ids) => ids.iter().filter_map(|i| all.get_key_value(i)).map(view).collect(),
+                None => all.iter().map(view).collect(),
+            })
+        }
         Query::Message { part, txid } => QueryResult::Message(state.parts.get(&part).and_then(|p| {
             let h = state.txid_hash(&txid);
             let offset = p.scan_txid(h, MESSAGE_SCAN)?;
@@ -165,6 +196,9 @@ pub fn fetch(state: &State, reqs: Vec<FetchRequest>) -> Vec<FetchResult> {
                 spans: Vec::new(),
                 from_offset: r.offset,
                 error: None,
+                last_stable: 0,
+                aborted: Vec::new(),
+                hidden: Vec::new(),
             };
             let Some(p) = state.partition(&r.queue, &r.partition) else {
                 res.error = Some(CoreError::not_found(
@@ -176,6 +210,9 @@ pub fn fetch(state: &State, reqs: Vec<FetchRequest>) -> Vec<FetchResult> {
             let hw = p.durable_end();
             res.high_watermark = hw;
             res.log_start = p.start;
+            res.last_stable = p.stable_end();
+            // I7: a committed read stops at the last stable offset.
+            let limit = if r.committed { res.last_stable } else { hw };
             if r.offset < p.start || r.offset > hw {
                 res.error = Some(CoreError::bad(
                     "offset_out_of_range",
@@ -186,12 +223,17 @@ pub fn fetch(state: &State, reqs: Vec<FetchRequest>) -> Vec<FetchResult> {
             let Some(files) = &p.files else { return res };
             let mut at = p.find(r.offset);
             let mut bytes = 0u64;
+            let mut read_to = r.offset;
             while let Some(f) = at {
                 let b = f.rec;
-                if b.base >= hw || (bytes > 0 && bytes + b.len as u64 > r.max_bytes) {
+                if b.base >= limit || (bytes > 0 && bytes + b.len as u64 > r.max_bytes) {
                     break;
                 }
                 bytes += b.len as u64;
+                // A transaction marker is a batch of one record (D48).
+                if r.committed && b.end() == b.base + 1 && p.is_marker(b.base) {
+                    res.hidden.push((b.base, b.end()));
+                }
                 match files.span(f.seg, &b) {
                     Ok(s) => res.spans.push(s),
                     Err(e) => {
@@ -203,6 +245,14 @@ pub fn fetch(state: &State, reqs: Vec<FetchRequest>) -> Vec<FetchResult> {
                     tracing::warn!(part = p.id, error = %e, "could not read a partition index for a fetch");
                     None
                 });
+                read_to = b.end();
+            }
+            if r.committed {
+                res.aborted = p.txns.aborted_in(r.offset, read_to);
+                let at = p.txns.hidden.range(..=r.offset).next_back().map_or(r.offset, |(s, _)| *s);
+                res.hidden
+                    .extend(p.txns.hidden.range(at..read_to).map(|(s, e)| (*s, *e)).filter(|(_, e)| *e > r.offset));
+                res.hidden.sort_unstable();
             }
             res
         })

@@ -223,14 +223,18 @@ impl PlannerLoop {
             let mut woken = Vec::new();
             for (q, pushed) in self.p.pushed_queues.drain() {
                 if let Some(queue) = self.p.state.queues.get(&q) {
-                    let before = marks.len();
+                    let mut grown = 0;
                     for part in pushed.iter().filter_map(|pid| self.p.state.parts.get(pid)) {
+                        // The stable end first: a reader that sees the new durable end
+                        // then finds a stable end at least as new (D48).
+                        marks.push((part.stable.clone(), part.planned_stable()));
                         if part.durable_end() < part.end {
                             marks.push((part.durable.clone(), part.end));
+                            grown += 1;
                         }
                     }
                     // A released lease opens one partition even when nothing was pushed.
-                    woken.push((queue.name.clone(), (marks.len() - before).max(1)));
+                    woken.push((queue.name.clone(), grown.max(1)));
                 }
             }
             let writes = std::mem::take(&mut self.p.state.pending_writes);
@@ -392,6 +396,10 @@ impl PlannerLoop {
             }
             Cmd::InitProducer(reply) => {
                 let res = self.p.step(|p| p.init_producer());
+                self.settle(deferred(reply, res));
+            }
+            Cmd::KafkaTxn(op, reply) => {
+                let res = self.p.step(|p| p.kafka_txn(op));
                 self.settle(deferred(reply, res));
             }
             Cmd::Commit(g, t, offs, reply) => {
@@ -712,6 +720,7 @@ fn fail_cmd(cmd: Cmd, e: CoreError) {
         Cmd::Produce(_, r) => drop(r.send(Err(e))),
         Cmd::CreateTopic(_, _, r) => drop(r.send(Err(e))),
         Cmd::InitProducer(r) => drop(r.send(Err(e))),
+        Cmd::KafkaTxn(_, r) => drop(r.send(Err(e))),
         Cmd::Commit(_, _, _, r) => drop(r.send(Err(e))),
         Cmd::Kv(_, r) => drop(r.send(Err(e))),
         Cmd::Timers(_, r) => drop(r.send(Err(e))),

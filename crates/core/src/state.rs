@@ -130,6 +130,8 @@ pub struct State {
     /// Timers: queue -> timer key -> timer; `timer_due` orders them by fire time.
     pub timers: BTreeMap<String, BTreeMap<String, Timer>>,
     pub timer_due: BTreeSet<(Micros, String, String)>,
+    /// Kafka transactional ids and their open transactions (D48).
+    pub ktxn: crate::ktxn::KafkaTxns,
     /// Time of the last applied entry (I5).
     pub last_ts: Micros,
     /// Index of the last applied log entry.
@@ -237,7 +239,7 @@ impl State {
     fn note_ready(&mut self, e: &Effect) {
         let queue_of = |part: &PartId| self.parts.get(part).map(|p| p.queue);
         match e {
-            Effect::Append { part, .. } => {
+            Effect::Append { part, .. } | Effect::KafkaTxnMark { part, .. } => {
                 if let Some(q) = queue_of(part) {
                     self.ready.appended(q, *part);
                 }
@@ -325,6 +327,7 @@ impl State {
                             cursors: HashMap::new(),
                             marks: Vec::new(),
                             producers: HashMap::new(),
+                            txns: Default::default(),
                         },
                         Some(files),
                     ),
@@ -495,6 +498,7 @@ impl State {
                     if let Some(f) = p.files.as_mut() {
                         self.graveyard.extend(f.retire_below(start));
                     }
+                    p.txns.trim(start);
                     for c in p.cursors.values_mut() {
                         if c.next < start {
                             c.next = start;
@@ -587,6 +591,14 @@ impl State {
                     }
                 }
             }
+            Effect::KafkaTxnInit { .. }
+            | Effect::KafkaTxnAdd { .. }
+            | Effect::KafkaTxnOffsets { .. }
+            | Effect::KafkaTxnWrite { .. }
+            | Effect::KafkaTxnMark { .. }
+            | Effect::KafkaTxnEnd { .. }
+            | Effect::KafkaTxnForget { .. }
+            | Effect::SettleHidden { .. } => crate::ktxn::apply(self, ts, e)?,
             Effect::DeleteQueue { queue } => {
                 if let Some(q) = self.queues.remove(queue) {
                     self.queue_ids.remove(&q.name);

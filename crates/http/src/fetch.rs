@@ -109,6 +109,8 @@ pub async fn fetch(State(app): State<App>, JsonBody(body): JsonBody<FetchBody>) 
             partition: e.partition.clone().unwrap_or_else(|| baton_core::DEFAULT_PARTITION.into()),
             offset: e.offset,
             max_bytes: e.max_bytes.unwrap_or(default_max).min(share),
+            // Kafka transactions' open, aborted and control records are never shown (D48).
+            committed: true,
         })
         .collect();
     let results = app.engine.fetch(reqs).await?;
@@ -127,7 +129,11 @@ pub async fn fetch(State(app): State<App>, JsonBody(body): JsonBody<FetchBody>) 
         });
         let keep = keep.count();
         r.spans.truncate(keep);
-        let recs = read_records(&r.spans, |o| o >= r.from_offset && o < r.high_watermark)
+        let hidden = |o: u64| {
+            let i = r.hidden.partition_point(|(s, _)| *s <= o);
+            i > 0 && o < r.hidden[i - 1].1
+        };
+        let recs = read_records(&r.spans, |o| o >= r.from_offset && o < r.last_stable && !hidden(o))
             .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?;
         let records = recs
             .into_iter()

@@ -190,8 +190,16 @@ pub async fn prometheus(State(app): State<App>) -> Response {
     let failed = app.engine.failure().is_some() as u8;
     let _ = writeln!(out, "# HELP baton_storage_damaged_reads_total Reads that found stored bytes failing their checksum (never served).\n# TYPE baton_storage_damaged_reads_total counter\nbaton_storage_damaged_reads_total {}", baton_core::damage::count());
     let _ = writeln!(out, "# HELP baton_storage_failed 1 once a WAL write or sync failed.\n# TYPE baton_storage_failed gauge\nbaton_storage_failed {failed}");
-    if let Ok(QueryResult::Sizes { queues, partitions, groups, kv_bytes, timer_bytes }) =
-        app.engine.query(baton_core::Query::Sizes).await
+    if let Ok(QueryResult::Sizes {
+        queues,
+        partitions,
+        groups,
+        kv_bytes,
+        timer_bytes,
+        kafka_txn_ids,
+        kafka_txns_open,
+        kafka_aborted_max,
+    }) = app.engine.query(baton_core::Query::Sizes).await
     {
         for (name, help, v) in [
             ("baton_queues", "Queues that exist (at most --max-queues).", queues as u64),
@@ -203,6 +211,17 @@ pub async fn prometheus(State(app): State<App>) -> Response {
             ("baton_consumer_groups", "Consumer groups that exist (at most --max-groups).", groups as u64),
             ("baton_kv_bytes", "Bytes of KV entries held (at most --max-kv-mb).", kv_bytes),
             ("baton_timer_bytes", "Bytes of pending timers held (at most --max-timers-mb).", timer_bytes),
+            (
+                "baton_kafka_transactional_ids",
+                "Kafka transactional ids known (at most --kafka-max-transactional-ids).",
+                kafka_txn_ids as u64,
+            ),
+            ("baton_kafka_transactions_open", "Kafka transactions open now.", kafka_txns_open as u64),
+            (
+                "baton_kafka_aborted_transactions_max",
+                "Most aborted Kafka transactions one partition remembers (at most --kafka-max-aborted-transactions).",
+                kafka_aborted_max as u64,
+            ),
         ] {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
         }

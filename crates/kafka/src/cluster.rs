@@ -103,6 +103,14 @@ pub(crate) fn refuse_unless_leading(ctx: &Ctx, req: &RequestKind, version: i16) 
         | Q::DescribeGroups(_)
         | Q::ListGroups(_)
         | Q::DeleteGroups(_) => NOT_COORDINATOR,
+        // The leader is the transaction coordinator (D48).
+        Q::InitProducerId(r) if r.transactional_id.as_ref().is_some_and(|t| !t.is_empty()) => NOT_COORDINATOR,
+        Q::AddPartitionsToTxn(_)
+        | Q::AddOffsetsToTxn(_)
+        | Q::TxnOffsetCommit(_)
+        | Q::EndTxn(_)
+        | Q::DescribeTransactions(_)
+        | Q::ListTransactions(_) => NOT_COORDINATOR,
         // The leader gives the id (`LeaderAsk`); without a way to ask it, refused.
         Q::InitProducerId(_) if ctx.cfg.leader_ask.is_some() => return None,
         Q::InitProducerId(_) => NOT_COORDINATOR,

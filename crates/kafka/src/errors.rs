@@ -306,6 +306,6 @@ pub fn error_response(req: &RequestKind, version: i16, code: i16) -> Option<Resp
                     .collect(),
             ),
         ),
-        _ => return None,
+        _ => return crate::txn::error_response(req, code),
     })
 }

@@ -11,7 +11,7 @@ use crate::Ctx;
 use baton_core::{FetchRequest as CoreFetch, FetchResult, Query, QueryResult};
 use bytes::{Bytes, BytesMut};
 use futures_util::future::select_all;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{self, FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
@@ -54,7 +54,7 @@ pub async fn fetch(ctx: &Ctx, req: FetchRequest, version: i16) -> FetchResponse 
         for w in &mut waits {
             w.as_mut().enable();
         }
-        let parts = read(ctx, &wants, max_bytes).await;
+        let parts = read(ctx, &wants, max_bytes, req.isolation_level == READ_COMMITTED).await;
         let bytes: u64 = parts.iter().map(taken_bytes).sum();
         let errors = parts.iter().any(|p| p.error != NONE);
         let now = Instant::now();
@@ -111,7 +111,7 @@ fn taken_bytes(p: &Part) -> u64 {
 /// `max_bytes`: the first batch of the first partition with data always goes
 /// (KIP-74, so one big batch cannot wedge a consumer); after that, whole
 /// batches while they fit.
-async fn read(ctx: &Ctx, wants: &[Want], max_bytes: u64) -> Vec<Part> {
+async fn read(ctx: &Ctx, wants: &[Want], max_bytes: u64, committed: bool) -> Vec<Part> {
     let mut parts: Vec<Part> = wants
         .iter()
         .map(|w| Part { want: w.clone(), error: NONE, hw: -1, log_start: -1, result: None, take: 0 })
@@ -130,6 +130,7 @@ async fn read(ctx: &Ctx, wants: &[Want], max_bytes: u64) -> Vec<Part> {
                 offset: p.want.offset as u64,
                 // No partition is read past what the whole answer may carry.
                 max_bytes: (p.want.max_bytes.max(1) as u64).min(max_bytes),
+                committed,
             });
             idx.push(i);
         }
@@ -175,12 +176,25 @@ async fn read(ctx: &Ctx, wants: &[Want], max_bytes: u64) -> Vec<Part> {
 }
 
 fn shape(p: Part, version: i16, isolation: i8) -> PartitionData {
+    let lso = p.result.as_ref().map_or(p.hw, |r| r.last_stable as i64);
+    let aborted = (isolation == READ_COMMITTED).then(|| {
+        p.result.as_ref().map_or_else(Vec::new, |r| {
+            r.aborted
+                .iter()
+                .map(|(pid, first)| {
+                    fetch_response::AbortedTransaction::default()
+                        .with_producer_id((*pid).into())
+                        .with_first_offset(*first as i64)
+                })
+                .collect()
+        })
+    });
     let mut d = PartitionData::default()
         .with_partition_index(p.want.partition)
         .with_error_code(p.error)
         .with_high_watermark(p.hw)
-        .with_last_stable_offset(p.hw)
-        .with_aborted_transactions((isolation == READ_COMMITTED).then(Vec::new))
+        .with_last_stable_offset(lso)
+        .with_aborted_transactions(aborted)
         .with_records(Some(Bytes::new()));
     if version >= 5 {
         d.log_start_offset = p.log_start;
@@ -239,6 +253,7 @@ pub async fn list_offsets(ctx: &Ctx, req: ListOffsetsRequest, version: i16) -> L
             }
             match p.timestamp {
                 -2 => r.offset = pv.start as i64,
+                -1 if req.isolation_level == READ_COMMITTED => r.offset = pv.stable_end as i64,
                 -1 => r.offset = pv.durable_end as i64,
                 ts if ts >= 0 => match offset_for_time(ctx, &t.name, p.partition_index, ts).await {
                     Ok(Some((o, at))) => {
@@ -286,6 +301,7 @@ async fn offset_for_time(ctx: &Ctx, topic: &str, partition: i32, ts_ms: i64) -> 
             partition: partition.to_string(),
             offset: at,
             max_bytes: TIME_SCAN_CHUNK,
+            committed: false,
         };
         let Some(r) = ctx.engine.fetch(vec![ask]).await.map_err(|e| code_of(&e))?.pop() else { break };
         if let Some(e) = &r.error {

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 const KEY_TYPE_GROUP: i8 = 0;
+const KEY_TYPE_TRANSACTION: i8 = 1;
 
 /// The queue-mode group is Baton's own (I6): its cursors are what queue-mode
 /// pops acked. No Kafka group API may join, commit, read, describe or delete
@@ -34,14 +35,11 @@ fn ms(v: i32) -> Duration {
 }
 
 pub fn find_coordinator(ctx: &Ctx, req: FindCoordinatorRequest, version: i16) -> FindCoordinatorResponse {
-    // Kafka transactions are not built, so there is no transaction
-    // coordinator. The answer must make clients fail at once: librdkafka
-    // retries INVALID_REQUEST here every 500 ms until its timeout (a hang),
-    // while an authorization failure is fatal in every client.
-    let (code, message) = if req.key_type == KEY_TYPE_GROUP {
-        (NONE, None)
-    } else {
-        (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Some(s("Baton does not implement Kafka transactions".to_string())))
+    // The leader coordinates groups and transactions alike (D42, D48); other key
+    // types (KIP-848 share groups) are not served.
+    let (code, message): (i16, Option<kafka_protocol::protocol::StrBytes>) = match req.key_type {
+        KEY_TYPE_GROUP | KEY_TYPE_TRANSACTION => (NONE, None),
+        k => (INVALID_REQUEST, Some(s(format!("coordinator key type {k} is not served")))),
     };
     // The leader coordinates every group (D42); while none is known, clients retry.
     let topo = ctx.topology();

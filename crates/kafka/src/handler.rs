@@ -5,7 +5,7 @@
 use crate::conn::Reply;
 use crate::errors::{error_response, UNSUPPORTED_VERSION};
 use crate::frame::{encode_response, Parsed, Request};
-use crate::{cluster, fetch, groups, produce, topics, versions, Ctx};
+use crate::{cluster, fetch, groups, produce, topics, txn, versions, Ctx};
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
@@ -82,7 +82,16 @@ async fn respond(ctx: &Ctx, r: Request, peer: SocketAddr) -> Result<Option<Respo
         Q::DeleteTopics(q) => R::DeleteTopics(topics::delete_topics(ctx, q, v).await),
         Q::CreatePartitions(q) => R::CreatePartitions(topics::create_partitions(ctx, q).await),
         Q::DescribeConfigs(q) => R::DescribeConfigs(topics::describe_configs(ctx, q, v).await),
-        Q::InitProducerId(q) => R::InitProducerId(produce::init_producer_id(ctx, q).await),
+        Q::InitProducerId(q) if q.transactional_id.as_ref().is_some_and(|t| !t.is_empty()) => {
+            R::InitProducerId(txn::init_producer_id(ctx, q, v).await)
+        }
+        Q::InitProducerId(_) => R::InitProducerId(produce::init_producer_id(ctx).await),
+        Q::AddPartitionsToTxn(q) => R::AddPartitionsToTxn(txn::add_partitions(ctx, q, v).await),
+        Q::AddOffsetsToTxn(q) => R::AddOffsetsToTxn(txn::add_offsets(ctx, q, v).await),
+        Q::TxnOffsetCommit(q) => R::TxnOffsetCommit(txn::txn_offset_commit(ctx, q, v).await),
+        Q::EndTxn(q) => R::EndTxn(txn::end_txn(ctx, q, v).await),
+        Q::DescribeTransactions(q) => R::DescribeTransactions(txn::describe(ctx, q).await),
+        Q::ListTransactions(q) => R::ListTransactions(txn::list(ctx, q).await),
         Q::FindCoordinator(q) => R::FindCoordinator(groups::find_coordinator(ctx, q, v)),
         Q::JoinGroup(q) => R::JoinGroup(groups::join_group(ctx, q, v, &client_id, &peer.ip().to_string()).await),
         Q::SyncGroup(q) => R::SyncGroup(groups::sync_group(ctx, q, v).await),

@@ -24,6 +24,7 @@ mod records;
 mod sasl;
 mod sessions;
 mod topics;
+mod txn;
 mod versions;
 
 pub use cluster::{Answer, ClusterTopology, LeaderAsk, Topology};
@@ -225,11 +226,15 @@ impl Drop for AbortOnDrop {
 async fn tick_loop(ctx: Arc<Ctx>) {
     let mut iv = tokio::time::interval(Duration::from_millis(100));
     iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
+    for n in 0u64.. {
         iv.tick().await;
         let now = std::time::Instant::now();
         ctx.groups.tick(now);
         ctx.sessions.expire(now);
+        // Transaction timeouts are milliseconds to minutes: once a second is close enough.
+        if n % 10 == 0 {
+            txn::expire(&ctx).await;
+        }
     }
 }
 

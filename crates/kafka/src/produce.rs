@@ -13,7 +13,7 @@ use crate::Ctx;
 use baton_core::{kafka_ops::ProduceOutcome, kafka_ops::ProduceRequest as CoreProduce};
 use futures_util::future::join_all;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
-use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::{InitProducerIdResponse, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 
 struct Slot {
@@ -24,10 +24,14 @@ struct Slot {
     base_offset: i64,
 }
 
+fn transactional(b: &[u8]) -> bool {
+    i16::from_be_bytes([b[21], b[22]]) & baton_wire::ATTR_TRANSACTIONAL != 0
+}
+
 /// `None` for acks=0: the client waits for nothing.
 pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<ProduceResponse> {
     let acks = req.acks;
-    let txn = req.transactional_id.as_ref().is_some_and(|t| !t.is_empty());
+    let txn_id = req.transactional_id.as_ref().filter(|t| !t.is_empty()).map(|t| t.0.to_string());
     let mut slots = Vec::new();
     let mut calls = Vec::new();
     for (ti, t) in req.topic_data.iter().enumerate() {
@@ -35,8 +39,6 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
             let mut slot = Slot { topic: ti, index: p.index, error: NONE, message: None, base_offset: -1 };
             if !(-1..=1).contains(&acks) {
                 slot.error = INVALID_REQUIRED_ACKS;
-            } else if txn {
-                slot.error = TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
             } else if p.index < 0 {
                 slot.error = UNKNOWN_TOPIC_OR_PARTITION;
             } else {
@@ -48,6 +50,10 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
                         slot.error = MESSAGE_TOO_LARGE;
                         slot.message = Some(format!("record batch of {len} bytes is over max.message.bytes ({max})"));
                     }
+                    // As Kafka answers: transactional records need the request's transactional id.
+                    Ok(batches) if txn_id.is_none() && batches.iter().any(|b| transactional(b)) => {
+                        slot.error = TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+                    }
                     Ok(batches) => {
                         let r = CoreProduce {
                             topic: t.name.to_string(),
@@ -55,9 +61,10 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
                             batches,
                             create: false,
                             producer_expiry: ctx.cfg.producer_expiry_micros(),
+                            txn_id: txn_id.clone(),
                         };
                         // Keep the raw bytes (a cheap Bytes clone) for the auto-create retry.
-                        let raw = (t.name.to_string(), p.index, p.records.clone().unwrap_or_default());
+                        let raw = (t.name.to_string(), p.index, p.records.clone().unwrap_or_default(), txn_id.clone());
                         calls.push((slots.len(), raw, ctx.engine.produce(r)));
                     }
                     Err(BatchError::Corrupt(m)) => {
@@ -101,6 +108,10 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
                 slot.message = Some(m);
             }
             Ok(ProduceOutcome::UnknownTopicOrPartition) => slot.error = UNKNOWN_TOPIC_OR_PARTITION,
+            Ok(ProduceOutcome::InvalidTxnState(m)) => {
+                slot.error = crate::txn::INVALID_TXN_STATE;
+                slot.message = Some(m);
+            }
             Err(e) => {
                 slot.error = code_of(&e);
                 slot.message = Some(e.to_string());
@@ -131,7 +142,7 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
 /// partition is one a new topic would have.
 async fn retry_with_create(
     ctx: &Ctx,
-    (topic, index, records): (String, i32, bytes::Bytes),
+    (topic, index, records, txn_id): (String, i32, bytes::Bytes, Option<String>),
 ) -> Result<ProduceOutcome, baton_core::CoreError> {
     if !ctx.cfg.auto_create || index as u32 >= ctx.cfg.default_partitions.max(1) {
         return Ok(ProduceOutcome::UnknownTopicOrPartition);
@@ -150,6 +161,7 @@ async fn retry_with_create(
                 batches,
                 create: false,
                 producer_expiry: ctx.cfg.producer_expiry_micros(),
+                txn_id,
             };
             ctx.engine.produce(r).await
         }
@@ -159,15 +171,11 @@ async fn retry_with_create(
     }
 }
 
-/// An id for an idempotent producer. Transactions are not supported, so a
-/// transactional id is refused (the client reports it as fatal).
-pub async fn init_producer_id(ctx: &Ctx, req: InitProducerIdRequest) -> InitProducerIdResponse {
+/// An id for an idempotent producer (one with a transactional id goes to `txn`).
+pub async fn init_producer_id(ctx: &Ctx) -> InitProducerIdResponse {
     let fail = |code| {
         InitProducerIdResponse::default().with_error_code(code).with_producer_id((-1).into()).with_producer_epoch(-1)
     };
-    if req.transactional_id.as_ref().is_some_and(|t| !t.is_empty()) {
-        return fail(TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
-    }
     if let Some(ask) = &ctx.cfg.leader_ask {
         if !(ctx.topology().leads() && ctx.engine.is_writable()) {
             return match (ask.producer_id)().await {

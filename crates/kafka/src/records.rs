@@ -72,8 +72,13 @@ fn check_batch(b: &[u8], max_uncompressed: u64) -> Result<(), BatchError> {
     if compression > 4 {
         return Err(BatchError::Corrupt(format!("unknown compression {compression}")));
     }
-    if attrs & (ATTR_TRANSACTIONAL | ATTR_CONTROL) != 0 {
-        return Err(BatchError::Invalid("transactional and control batches are not supported".into()));
+    // Control records are the coordinator's (D48): a client may not write a marker.
+    if attrs & ATTR_CONTROL != 0 {
+        return Err(BatchError::Invalid("a client may not write control batches".into()));
+    }
+    let pid = i64::from_be_bytes(b[43..51].try_into().expect("8 bytes"));
+    if attrs & ATTR_TRANSACTIONAL != 0 && pid < 0 {
+        return Err(BatchError::Invalid("a transactional batch needs a producer id".into()));
     }
     let last_delta = i32::from_be_bytes(b[23..27].try_into().expect("4 bytes"));
     let count = i32::from_be_bytes(b[57..61].try_into().expect("4 bytes"));

@@ -13,7 +13,10 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 /// Why the caps: Fetch stops at 12 and Produce at 11 because later versions
 /// name topics by id only; ListOffsets stops at 6 because 7+ adds lookups by
 /// max timestamp and tiered storage that we do not track; OffsetCommit,
-/// OffsetFetch and InitProducerId stop before the KIP-848/KIP-939 fields.
+/// OffsetFetch and InitProducerId stop before the KIP-848/KIP-939 fields;
+/// AddPartitionsToTxn stops at 3 (4+ is broker to broker), and AddOffsetsToTxn,
+/// EndTxn and TxnOffsetCommit at 3, before KIP-890's TRANSACTION_ABORTABLE and
+/// transactions v2, so clients use the transaction protocol of D48.
 ///
 /// SaslHandshake and SaslAuthenticate are listed whether or not SASL is
 /// turned on, as a Kafka broker lists them on every listener; without SASL
@@ -41,6 +44,12 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::AddPartitionsToTxn, 0, 3),
+    (ApiKey::AddOffsetsToTxn, 0, 3),
+    (ApiKey::EndTxn, 0, 3),
+    (ApiKey::TxnOffsetCommit, 0, 3),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 1),
 ];
 
 /// What the table says about one API key.

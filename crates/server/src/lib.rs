@@ -143,6 +143,14 @@ pub struct ServeArgs {
     /// JoinGroup past it gets GROUP_MAX_SIZE_REACHED.
     #[arg(long, env = "BATON_KAFKA_GROUP_MAX_SIZE", default_value_t = baton_kafka::DEFAULT_GROUP_MAX_SIZE)]
     pub kafka_group_max_size: usize,
+    /// Kafka transactional ids that may exist at once (one idle for seven days is
+    /// forgotten); an InitProducerId for one more gets POLICY_VIOLATION.
+    #[arg(long, env = "BATON_KAFKA_MAX_TRANSACTIONAL_IDS", default_value_t = 100_000)]
+    pub kafka_max_transactional_ids: usize,
+    /// Aborted Kafka transactions one partition remembers until retention drops them;
+    /// AddPartitionsToTxn of a partition at the bound gets POLICY_VIOLATION.
+    #[arg(long, env = "BATON_KAFKA_MAX_ABORTED_TRANSACTIONS", default_value_t = 100_000)]
+    pub kafka_max_aborted_transactions: usize,
     /// Kafka's connections.max.idle.ms: a Kafka connection with nothing read and no answer
     /// pending for this long is closed.
     #[arg(long, env = "BATON_KAFKA_CONNECTIONS_MAX_IDLE_MS",
@@ -309,6 +317,8 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         max_partitions: a.max_partitions,
         max_kv_bytes: a.max_kv_mb.saturating_mul(1 << 20),
         max_timer_bytes: a.max_timers_mb.saturating_mul(1 << 20),
+        max_kafka_txn_ids: a.kafka_max_transactional_ids,
+        max_aborted_txns: a.kafka_max_aborted_transactions,
     };
     cfg.limits.validate().map_err(|e| {
         format!(

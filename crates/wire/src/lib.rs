@@ -8,4 +8,7 @@ pub mod records;
 
 pub use read::{decode_batches_where, Checked};
 
-pub use records::{decode_batches, encode_batch, set_base_offset, BatchHeader, NewRecord, StoredRecord, WireError};
+pub use records::{
+    control_batch, decode_batches, encode_batch, set_base_offset, BatchHeader, NewRecord, StoredRecord, WireError,
+    ATTR_CONTROL, ATTR_TRANSACTIONAL,
+};

@@ -99,6 +99,49 @@ pub fn encode_batch(records: &[NewRecord<'_>], timestamp_ms: i64) -> Result<Vec<
     Ok(b)
 }
 
+/// Batch attributes: the batch belongs to a transaction.
+pub const ATTR_TRANSACTIONAL: i16 = 0x10;
+/// Batch attributes: the batch holds one control record (a transaction marker).
+pub const ATTR_CONTROL: i16 = 0x20;
+
+/// The control batch that ends `producer`'s transaction in a partition (a commit or abort
+/// marker, as Kafka's transaction coordinator writes them), base offset 0. Its one record's
+/// key is (version 0, type 1 commit / 0 abort) and its value (version 0, coordinator
+/// epoch 0).
+pub fn control_batch(producer: i64, epoch: i16, commit: bool, timestamp_ms: i64) -> Vec<u8> {
+    let mut b = Vec::with_capacity(BATCH_HEADER_LEN + 24);
+    b.extend_from_slice(&0i64.to_be_bytes());
+    b.extend_from_slice(&0i32.to_be_bytes());
+    b.extend_from_slice(&NO_PARTITION_LEADER_EPOCH.to_be_bytes());
+    b.push(2);
+    b.extend_from_slice(&0u32.to_be_bytes());
+    b.extend_from_slice(&(ATTR_TRANSACTIONAL | ATTR_CONTROL).to_be_bytes());
+    b.extend_from_slice(&0i32.to_be_bytes()); // last offset delta
+    b.extend_from_slice(&timestamp_ms.to_be_bytes());
+    b.extend_from_slice(&timestamp_ms.to_be_bytes());
+    b.extend_from_slice(&producer.to_be_bytes());
+    b.extend_from_slice(&epoch.to_be_bytes());
+    b.extend_from_slice(&(-1i32).to_be_bytes()); // base sequence
+    b.extend_from_slice(&1i32.to_be_bytes());
+    let mut rec = vec![0u8]; // record attributes
+    put_varint(&mut rec, 0); // timestamp delta
+    put_varint(&mut rec, 0); // offset delta
+    put_varint(&mut rec, 4);
+    rec.extend_from_slice(&0i16.to_be_bytes());
+    rec.extend_from_slice(&i16::from(commit).to_be_bytes());
+    put_varint(&mut rec, 6);
+    rec.extend_from_slice(&0i16.to_be_bytes());
+    rec.extend_from_slice(&0i32.to_be_bytes());
+    put_varint(&mut rec, 0); // headers
+    put_varint(&mut b, rec.len() as i64);
+    b.extend_from_slice(&rec);
+    let len = (b.len() - 12) as i32;
+    b[8..12].copy_from_slice(&len.to_be_bytes());
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    b
+}
+
 /// Kafka's zig-zag varint.
 fn put_varint(buf: &mut Vec<u8>, v: i64) {
     let mut z = ((v << 1) ^ (v >> 63)) as u64;
@@ -245,6 +288,25 @@ mod tests {
             theirs.len()
         );
         assert_eq!(decode_batches(&ours).unwrap().len(), 300);
+    }
+
+    #[test]
+    fn control_batch_decodes_as_kafka_marker() {
+        use kafka_protocol::records::RecordBatchDecoder;
+        for commit in [true, false] {
+            let mut b = control_batch(42, 7, commit, 1_700_000_000_000);
+            set_base_offset(&mut b, 9);
+            assert_eq!(BatchHeader::parse(&b).unwrap().record_count, 1);
+            let mut buf = bytes::Bytes::from(b);
+            let recs = RecordBatchDecoder::decode(&mut buf).unwrap().records;
+            assert_eq!(recs.len(), 1);
+            let r = &recs[0];
+            assert!(r.control && r.transactional);
+            assert_eq!((r.producer_id, r.producer_epoch, r.offset), (42, 7, 9));
+            let key = r.key.as_ref().unwrap();
+            assert_eq!(&key[..], &[0, 0, 0, u8::from(commit)]);
+            assert_eq!(r.value.as_ref().unwrap().len(), 6);
+        }
     }
 
     #[test]

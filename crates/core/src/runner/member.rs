@@ -117,7 +117,7 @@ impl PlannerLoop {
             return self.shared.latch("promotion: the partition appender did not finish its backlog".into());
         }
         for p in self.p.state.parts.values() {
-            p.durable.store(p.end, Ordering::Release);
+            p.publish_all();
         }
         self.lease_expiries = restored_leases(&self.p.state);
         *self.shared.leader_hint.lock() = me;
