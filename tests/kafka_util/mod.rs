@@ -2,6 +2,8 @@
 //! `kafka-protocol` codec: frame a request, read a response, build batches.
 #![allow(dead_code)]
 
+pub mod txn;
+
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};

@@ -1,0 +1,67 @@
+//! Issue 15 on a cluster (D48 with D42): the leader is the transaction coordinator, a
+//! transaction's state is replicated with the log, so a transaction opened on a leader
+//! that is then SIGKILLed stays open on the next one, commits there with the same
+//! producer and epoch, and every member ends with the same partition files.
+
+mod common;
+mod kafka_util;
+
+use common::cluster::{field, leader, wait_all, wait_known, Cluster};
+use kafka_util::txn::*;
+use kafka_util::*;
+use std::time::Duration;
+
+const NOT_COORDINATOR: i16 = 16;
+
+#[test]
+fn a_transaction_open_when_its_leader_dies_commits_on_the_next_leader() {
+    let mut cluster = Cluster::start(&[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+    let l = rt.block_on(leader(&c, &cluster, Duration::from_secs(20)));
+    rt.block_on(wait_known(&c, &cluster, l));
+    let mut k = Kafka::connect(cluster.members[l].kafka);
+    assert_eq!(k.metadata(&["ctx"]).topics[0].error_code, 0);
+    let i = init(&mut k, "tx-cluster", 120_000);
+    assert_eq!(i.error_code, 0, "{i:?}");
+    let (pid, epoch) = (i.producer_id.0, i.producer_epoch);
+    let mut t = Txn { k: &mut k, tid: "tx-cluster", pid, epoch };
+    assert_eq!(t.add("ctx", &[0]), 0);
+    assert_eq!(t.produce("ctx", 0, &[b"one", b"two"], 0).error_code, 0);
+
+    // A member that does not lead is not the coordinator.
+    let f = (0..3).find(|m| *m != l).unwrap();
+    let mut kf = Kafka::connect(cluster.members[f].kafka);
+    assert_eq!(Txn { k: &mut kf, tid: "tx-cluster", pid, epoch }.end(true), NOT_COORDINATOR);
+
+    cluster.kill(l);
+    let l2 = rt.block_on(leader(&c, &cluster, Duration::from_secs(20)));
+    assert_ne!(l2, l);
+    let mut k2 = Kafka::connect(cluster.members[l2].kafka);
+    // The produce was answered, so it is on a majority; the transaction is still open.
+    let rc = fetch_at(&mut k2, "ctx", true);
+    assert_eq!((rc.high_watermark, rc.last_stable_offset), (2, 0), "{rc:?}");
+    let mut t2 = Txn { k: &mut k2, tid: "tx-cluster", pid, epoch };
+    assert_eq!(t2.end(true), 0, "the same producer and epoch commit on the new leader");
+    let rc = fetch_at(t2.k, "ctx", true);
+    assert_eq!(rc.last_stable_offset, 3);
+    assert_eq!(data_values(&rc), vec![bytes::Bytes::from("one"), bytes::Bytes::from("two")]);
+    // A second transaction aborts on the new leader.
+    assert_eq!(t2.add("ctx", &[0]), 0);
+    assert_eq!(t2.produce("ctx", 0, &[b"gone"], 2).error_code, 0);
+    assert_eq!(t2.end(false), 0);
+    let rc = fetch_at(t2.k, "ctx", true);
+    assert_eq!(data_values(&rc).len(), 2, "the aborted record is filtered: {rc:?}");
+    assert_eq!(rc.aborted_transactions.map(|a| a.len()), Some(1));
+
+    // The killed member comes back and applies the same entries: the same files.
+    cluster.restart(l);
+    let last = rt.block_on(field(&c, &cluster, l2, "lastLogIndex"));
+    rt.block_on(wait_all(&c, &cluster, "lastApplied", last, "all three applied the transactions"));
+    cluster.stop_all();
+    let files: Vec<_> = cluster.members.iter().map(|m| common::cluster::partition_files(&m.dir)).collect();
+    assert!(!files[0].is_empty());
+    for (i, f) in files.iter().enumerate().skip(1) {
+        assert!(f == &files[0], "member {} holds other partition files than member 1", i + 1);
+    }
+}
