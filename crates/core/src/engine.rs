@@ -236,6 +236,8 @@ pub(crate) enum Cmd {
     Produce(ProduceRequest, oneshot::Sender<Result<ProduceOutcome, CoreError>>),
     CreateTopic(String, u32, oneshot::Sender<Result<bool, CoreError>>),
     InitProducer(oneshot::Sender<Result<i64, CoreError>>),
+    DeleteRecords(String, Vec<(String, Option<u64>)>, oneshot::Sender<Result<Vec<Result<u64, CoreError>>, CoreError>>),
+    DeleteOffsets(String, String, Vec<String>, oneshot::Sender<Result<Vec<Result<(), CoreError>>, CoreError>>),
     KafkaTxn(
         crate::ktxn_plan::TxnOp,
         oneshot::Sender<Result<Result<crate::ktxn_plan::TxnReply, crate::ktxn_plan::TxnError>, CoreError>>,
@@ -493,6 +495,25 @@ impl Engine {
 
     pub async fn init_producer(&self) -> Result<i64, CoreError> {
         self.call(Cmd::InitProducer).await?
+    }
+
+    /// Kafka DeleteRecords: per partition, the new log start.
+    pub async fn delete_records(
+        &self,
+        topic: String,
+        parts: Vec<(String, Option<u64>)>,
+    ) -> Result<Vec<Result<u64, CoreError>>, CoreError> {
+        self.call(|x| Cmd::DeleteRecords(topic, parts, x)).await?
+    }
+
+    /// Kafka OffsetDelete: the group's positions on these partitions are forgotten.
+    pub async fn delete_offsets(
+        &self,
+        group: String,
+        topic: String,
+        parts: Vec<String>,
+    ) -> Result<Vec<Result<(), CoreError>>, CoreError> {
+        self.call(|x| Cmd::DeleteOffsets(group, topic, parts, x)).await?
     }
 
     /// A Kafka transaction request (D48), answered once its entry is durable.

@@ -184,6 +184,12 @@ pub enum Effect {
     KafkaTxnForget {
         tid: String,
     },
+    /// A group's committed position on a partition is forgotten (Kafka OffsetDelete): the
+    /// group reads it again from where a new group starts.
+    DropCursor {
+        part: PartId,
+        group: GroupId,
+    },
     /// Offsets no consumer is given (control records, aborted transactions' records):
     /// settled for the group as a pop passes them, so its cursor moves past them.
     SettleHidden {

@@ -289,6 +289,45 @@ impl Planner {
         Ok(id)
     }
 
+    /// Kafka DeleteRecords: every offset of `partition` below `offset` (the high
+    /// watermark when `None`) is dropped, as retention drops them; answers the new log start.
+    pub fn delete_records(&mut self, topic: &str, partition: &str, offset: Option<u64>) -> Result<u64, CoreError> {
+        let p = self.state.partition(topic, partition).ok_or_else(|| {
+            CoreError::not_found("partition_not_found", format!("{topic}/{partition} does not exist"))
+        })?;
+        let to = offset.unwrap_or(p.end);
+        if to > p.end {
+            return Err(CoreError::bad(
+                "offset_out_of_range",
+                format!("offset {to} is past the end of {topic}/{partition} ({})", p.end),
+            ));
+        }
+        let (part, start) = (p.id, p.start);
+        if to > start {
+            self.emit_pub(Effect::Trim { part, start: to })?;
+        }
+        Ok(to.max(start))
+    }
+
+    /// Kafka OffsetDelete: the group forgets its position on each named partition.
+    pub fn delete_offsets(&mut self, group: &str, topic: &str, partitions: &[String]) -> Vec<Result<(), CoreError>> {
+        let gid = self.state.group_ids.get(group).copied();
+        partitions
+            .iter()
+            .map(|name| {
+                let part = self.state.partition(topic, name).map(|p| p.id).ok_or_else(|| {
+                    CoreError::not_found("partition_not_found", format!("{topic}/{name} does not exist"))
+                })?;
+                match gid {
+                    Some(g) if self.state.parts[&part].cursors.contains_key(&g) => {
+                        self.emit_pub(Effect::DropCursor { part, group: g })
+                    }
+                    _ => Ok(()),
+                }
+            })
+            .collect()
+    }
+
     /// Kafka OffsetCommit: the group's next offset per partition of a topic.
     pub fn commit_offsets(
         &mut self,

@@ -398,6 +398,14 @@ impl PlannerLoop {
                 let res = self.p.step(|p| p.init_producer());
                 self.settle(deferred(reply, res));
             }
+            Cmd::DeleteRecords(topic, parts, reply) => {
+                let res = parts.iter().map(|(p, o)| self.p.step(|pl| pl.delete_records(&topic, p, *o))).collect();
+                self.settle(deferred(reply, Ok(res)));
+            }
+            Cmd::DeleteOffsets(g, t, parts, reply) => {
+                let res = reserved(&g).map(|_| self.p.delete_offsets(&g, &t, &parts));
+                self.settle(deferred(reply, res));
+            }
             Cmd::KafkaTxn(op, reply) => {
                 let res = self.p.step(|p| p.kafka_txn(op));
                 self.settle(deferred(reply, res));
@@ -721,6 +729,8 @@ fn fail_cmd(cmd: Cmd, e: CoreError) {
         Cmd::CreateTopic(_, _, r) => drop(r.send(Err(e))),
         Cmd::InitProducer(r) => drop(r.send(Err(e))),
         Cmd::KafkaTxn(_, r) => drop(r.send(Err(e))),
+        Cmd::DeleteRecords(_, _, r) => drop(r.send(Err(e))),
+        Cmd::DeleteOffsets(_, _, _, r) => drop(r.send(Err(e))),
         Cmd::Commit(_, _, _, r) => drop(r.send(Err(e))),
         Cmd::Kv(_, r) => drop(r.send(Err(e))),
         Cmd::Timers(_, r) => drop(r.send(Err(e))),

@@ -251,6 +251,7 @@ impl State {
                 }
             }
             Effect::ExpireLease { part, group, .. }
+            | Effect::DropCursor { part, group }
             | Effect::Ack { part, group, .. }
             | Effect::Seek { part, group, .. }
             | Effect::Commit { part, group, .. } => {
@@ -581,6 +582,13 @@ impl State {
                     c.attempts.retain(|o, _| *o >= *offset);
                     while c.done.remove(&c.next) {
                         c.next += 1;
+                    }
+                }
+            }
+            Effect::DropCursor { part, group } => {
+                if let Some(c) = self.parts.get_mut(part).and_then(|p| p.cursors.remove(group)) {
+                    if let Some(l) = c.lease {
+                        self.leases.remove(&l.id);
                     }
                 }
             }

@@ -93,7 +93,8 @@ pub(crate) fn refuse_unless_leading(ctx: &Ctx, req: &RequestKind, version: i16) 
     ctx.cfg.cluster.as_ref()?;
     use RequestKind as Q;
     let code = match req {
-        Q::Produce(_) | Q::Fetch(_) | Q::ListOffsets(_) => NOT_LEADER_OR_FOLLOWER,
+        Q::Produce(_) | Q::Fetch(_) | Q::ListOffsets(_) | Q::DeleteRecords(_) => NOT_LEADER_OR_FOLLOWER,
+        Q::OffsetDelete(_) => NOT_COORDINATOR,
         Q::JoinGroup(_)
         | Q::SyncGroup(_)
         | Q::Heartbeat(_)

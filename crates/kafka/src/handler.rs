@@ -5,7 +5,7 @@
 use crate::conn::Reply;
 use crate::errors::{error_response, UNSUPPORTED_VERSION};
 use crate::frame::{encode_response, Parsed, Request};
-use crate::{cluster, fetch, groups, produce, topics, txn, versions, Ctx};
+use crate::{admin, cluster, fetch, groups, produce, topics, txn, versions, Ctx};
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
@@ -90,6 +90,9 @@ async fn respond(ctx: &Ctx, r: Request, peer: SocketAddr) -> Result<Option<Respo
         Q::AddOffsetsToTxn(q) => R::AddOffsetsToTxn(txn::add_offsets(ctx, q, v).await),
         Q::TxnOffsetCommit(q) => R::TxnOffsetCommit(txn::txn_offset_commit(ctx, q, v).await),
         Q::EndTxn(q) => R::EndTxn(txn::end_txn(ctx, q, v).await),
+        Q::DescribeCluster(_) => R::DescribeCluster(admin::describe_cluster(ctx)),
+        Q::DeleteRecords(q) => R::DeleteRecords(admin::delete_records(ctx, q).await),
+        Q::OffsetDelete(q) => R::OffsetDelete(admin::offset_delete(ctx, q).await),
         Q::DescribeTransactions(q) => R::DescribeTransactions(txn::describe(ctx, q).await),
         Q::ListTransactions(q) => R::ListTransactions(txn::list(ctx, q).await),
         Q::FindCoordinator(q) => R::FindCoordinator(groups::find_coordinator(ctx, q, v)),

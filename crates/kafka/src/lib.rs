@@ -10,6 +10,7 @@
 //! get FETCH_SESSION_ID_NOT_FOUND and start over). Everything durable goes to
 //! the engine as typed commands; this crate never decides what is stored.
 
+mod admin;
 mod cluster;
 mod conn;
 mod coordinator;

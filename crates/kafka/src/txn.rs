@@ -287,7 +287,7 @@ pub async fn expire(ctx: &Ctx) {
     }
 }
 
-/// Error answers for the transaction APIs (see `errors::error_response`).
+/// Error answers for the transaction and admin APIs (see `errors::error_response`).
 pub fn error_response(req: &RequestKind, code: i16) -> Option<ResponseKind> {
     use RequestKind as Q;
     use ResponseKind as R;
@@ -347,6 +347,30 @@ pub fn error_response(req: &RequestKind, code: i16) -> Option<ResponseKind> {
             ),
         ),
         Q::ListTransactions(_) => R::ListTransactions(ListTransactionsResponse::default().with_error_code(code)),
+        Q::DescribeCluster(_) => R::DescribeCluster(DescribeClusterResponse::default().with_error_code(code)),
+        Q::OffsetDelete(_) => R::OffsetDelete(OffsetDeleteResponse::default().with_error_code(code)),
+        Q::DeleteRecords(r) => R::DeleteRecords(
+            DeleteRecordsResponse::default().with_topics(
+                r.topics
+                    .iter()
+                    .map(|t| {
+                        delete_records_response::DeleteRecordsTopicResult::default()
+                            .with_name(t.name.clone())
+                            .with_partitions(
+                                t.partitions
+                                    .iter()
+                                    .map(|p| {
+                                        delete_records_response::DeleteRecordsPartitionResult::default()
+                                            .with_partition_index(p.partition_index)
+                                            .with_low_watermark(-1)
+                                            .with_error_code(code)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            ),
+        ),
         _ => return None,
     })
 }

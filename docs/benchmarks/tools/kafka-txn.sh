@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# The exactly-once consume-transform-produce pipeline through a Kafka client
+# (franz-go's GroupTransactSession, tools/kafka-txn/), on Baton's Kafka
+# listener and on Apache Kafka, same driver, same flags, same run.
+#
+# Usage: docs/benchmarks/tools/kafka-txn.sh [OUT_DIR]   (default /tmp/kafka-txn-results)
+#
+# For each run r = 1..RUNS and each K in KS: Baton (a fresh server and data
+# directory), then Apache Kafka (one broker for the whole series, a fresh pair of
+# topics per run), closed loop: WORKERS sessions, 200 + 200 partitions,
+# DURATION s measured after WARMUP s. Then, if RATE_RUNS > 0, the open loop:
+# each broker at HALF of its own median closed-loop rate (Baton's is what the
+# issue's commit-p99 target is about; Kafka's is for reference), RATE_RUNS
+# runs each, alternating. Every run verifies exactly once.
+#
+# Before every run a quiet gate waits (at most QUIET_MAX s) for >= QUIET_IDLE %
+# idle; the run records the load average, the CPU seconds of the server and of
+# the driver, and the machine's busy cores (others = busy - server - driver).
+#
+# Baton: a copy of target/release/baton at /tmp/baton-bench-helper, HTTP on
+# 127.0.0.1:36632, Kafka on 127.0.0.1:39092, data in /tmp/kt-baton-data, stopped
+# by pid after each run. It answers after the log entry is fdatasync'd.
+# Apache Kafka 4.1.1: scripts/peers/kafka.sh, run from a private copy of the
+# script (/tmp/kt-kafka-root, the same jars, the same server.properties, ports
+# 29092/29093) so that it does not disturb a broker other sessions use on 19092
+# (KAFKA_SHARED=1 uses scripts/peers/kafka.sh itself on 19092 instead). Its
+# durability is the script's: Kafka's defaults, no log.flush.*, so it answers
+# once the data is in the page cache, not after an fsync. Stopped at the end.
+#
+# Output: OUT_DIR/runs.jsonl (one line per run: the driver's JSON plus the
+# machine fields), OUT_DIR/summary.md (tables), OUT_DIR/baton-*.log (each
+# Baton's stderr), OUT_DIR/driver-*.log (each run's driver stderr).
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+ROOT=$(pwd)
+OUT=${1:-/tmp/kafka-txn-results}
+RUNS=${RUNS:-3}
+KS=${KS:-"1 10"}
+WORKERS=${WORKERS:-64}
+PARTS=${PARTS:-200}
+DURATION=${DURATION:-20}
+WARMUP=${WARMUP:-5}
+MSGS_K1=${MSGS_K1:-250000}
+MSGS_K10=${MSGS_K10:-600000}
+RATE_RUNS=${RATE_RUNS:-3}
+QUIET_IDLE=${QUIET_IDLE:-70}
+QUIET_MAX=${QUIET_MAX:-180}
+BATON_HTTP=127.0.0.1:36632
+BATON_KAFKA=127.0.0.1:39092
+BATON_DATA=/tmp/kt-baton-data
+BATON_BIN=/tmp/baton-bench-helper
+DRIVER=/tmp/kt-bin/kafka-txn
+GO=$(command -v go || echo /usr/local/go/bin/go)
+mkdir -p "$OUT" /tmp/kt-bin
+
+if [ "${KAFKA_SHARED:-0}" = 1 ]; then
+  KROOT=$ROOT KPORT=19092 KCPORT=19093
+else
+  KROOT=/tmp/kt-kafka-root KPORT=29092 KCPORT=29093
+  # A broker left by an earlier run of this script is stopped (by its pid file) first.
+  [ -x "$KROOT/scripts/peers/kafka.sh" ] && KAFKA_PORT=$KPORT KAFKA_CONTROLLER_PORT=$KCPORT "$KROOT/scripts/peers/kafka.sh" stop
+  rm -rf "$KROOT"
+  mkdir -p "$KROOT/scripts/peers" "$KROOT/.peers/kafka"
+  cp -r scripts/peers/kafka.sh scripts/peers/kafka "$KROOT/scripts/peers/"
+  [ -f .peers/kafka/lib/.installed-4.1.1 ] || scripts/peers/kafka.sh install
+  ln -s "$ROOT/.peers/kafka/lib" "$KROOT/.peers/kafka/lib"
+fi
+kafka() { KAFKA_PORT=$KPORT KAFKA_CONTROLLER_PORT=$KCPORT KAFKA_INITIAL_REBALANCE_DELAY_MS=0 "$KROOT/scripts/peers/kafka.sh" "$@"; }
+
+echo "== building the driver" >&2
+(cd docs/benchmarks/tools/kafka-txn && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off "$GO" build -buildvcs=false -o "$DRIVER" .) || exit 1
+cp target/release/baton "$BATON_BIN" || exit 1
+{
+  echo "baton binary: $(stat -c '%y' target/release/baton), git $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates src || echo ' + uncommitted changes in crates/src')"
+  echo "machine: nproc $(nproc), $(uname -r)"
+} >"$OUT/meta.txt"
+cat "$OUT/meta.txt" >&2
+
+cpu_of() { awk '{print ($14+$15)/100}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+machine() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat; }
+HZ=$(getconf CLK_TCK)
+
+BATON_PID=
+start_baton() { # label
+  rm -rf "$BATON_DATA"
+  "$BATON_BIN" serve --data-dir "$BATON_DATA" --http-addr $BATON_HTTP --kafka-addr $BATON_KAFKA \
+    --kafka-initial-rebalance-delay-ms 0 >/dev/null 2>"$OUT/baton-$1.log" </dev/null &
+  BATON_PID=$!
+  for _ in $(seq 100); do curl -sf "http://$BATON_HTTP/health" >/dev/null && return 0; sleep 0.1; done
+  echo "baton did not become healthy in 10 s; log: $OUT/baton-$1.log" >&2
+  return 1
+}
+stop_baton() {
+  [ -n "$BATON_PID" ] || return 0
+  kill -TERM "$BATON_PID" 2>/dev/null
+  for _ in $(seq 300); do kill -0 "$BATON_PID" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$BATON_PID" 2>/dev/null; then
+    echo "baton pid $BATON_PID still running 30 s after TERM; KILL" >&2
+    kill -KILL "$BATON_PID" 2>/dev/null
+  fi
+  wait "$BATON_PID" 2>/dev/null
+  BATON_PID=
+  rm -rf "$BATON_DATA"
+}
+cleanup() { stop_baton; kafka stop >/dev/null 2>&1; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# one_run BROKER LABEL K MSGS [RATE]: a line in runs.jsonl
+one_run() {
+  local broker=$1 label=$2 k=$3 msgs=$4 rate=${5:-0} addr spid
+  python3 docs/benchmarks/tools/quiet.py "$QUIET_IDLE" "$QUIET_MAX" >&2
+  if [ "$broker" = baton ]; then
+    start_baton "$label" || return 1
+    addr=$BATON_KAFKA spid=$BATON_PID
+  else
+    addr=127.0.0.1:$KPORT spid=$(cat "$KROOT/.peers/kafka/kafka.pid")
+  fi
+  local load m0 s0 m1 s1 t0 t1 line
+  load=$(cut -d' ' -f1-3 /proc/loadavg)
+  m0=$(machine) s0=$(cpu_of "$spid") t0=$(date +%s.%N)
+  /usr/bin/time -f '%U %S' -o "$OUT/time-$label" timeout $((DURATION + WARMUP + 400)) "$DRIVER" \
+    -brokers "$addr" -label "$broker" -run "$label-$(date +%s)" -partitions "$PARTS" -messages "$msgs" \
+    -k "$k" -workers "$WORKERS" -duration "$DURATION" -warmup "$WARMUP" -rate "$rate" \
+    -max-seconds $((DURATION + WARMUP + 360)) >"$OUT/result-$label.json" 2>"$OUT/driver-$label.log"
+  local rc=$?
+  line=$(tail -n 1 "$OUT/result-$label.json")
+  m1=$(machine) s1=$(cpu_of "$spid") t1=$(date +%s.%N)
+  if [ "$broker" = baton ]; then
+    kill -0 "$BATON_PID" 2>/dev/null || echo "BATON EXITED during $label; log: $OUT/baton-$label.log" >&2
+    stop_baton
+  fi
+  [ -n "$line" ] || line='{"error":"the driver printed no result (see its log)"}'
+  python3 - "$line" "$label" "$load" "$m0" "$m1" "$s0" "$s1" "$t0" "$t1" "$OUT/time-$label" "$HZ" "$rc" >>"$OUT/runs.jsonl" <<'EOF'
+import json, sys
+line, label, load, m0, m1, s0, s1, t0, t1, tf, hz, rc = sys.argv[1:]
+d = json.loads(line)
+wall = float(t1) - float(t0)
+b0, i0 = map(float, m0.split()); b1, i1 = map(float, m1.split())
+busy = (b1 - b0) / float(hz) / wall
+try:
+    u, s = map(float, open(tf).read().split()[-2:])
+except Exception:
+    u = s = 0.0
+server = (float(s1) - float(s0)) / wall
+driver = (u + s) / wall
+d.update(tag=label, exit=int(rc), load_before=load, wall_s=round(wall, 2),
+         server_cores=round(server, 2), driver_cores=round(driver, 2), busy_cores=round(busy, 2),
+         others_cores=round(busy - server - driver, 2))
+print(json.dumps(d))
+EOF
+  python3 - "$OUT/runs.jsonl" >&2 <<'EOF'
+import json, sys
+d = json.loads(open(sys.argv[1]).readlines()[-1]); c = d.get("commit", {}); v = d.get("verify", {})
+print(f"{d['tag']}: {d.get('tx_per_s')} tx/s, commit p50 {c.get('p50_ms')} p99 {c.get('p99_ms')} ms, "
+      f"aborted {d.get('aborted_txns')}, server {d['server_cores']} driver {d['driver_cores']} others {d['others_cores']} cores, "
+      f"load {d['load_before']}; {v.get('summary', d.get('error'))}")
+EOF
+}
+
+msgs_for() { [ "$1" = 1 ] && echo "$MSGS_K1" || echo "$MSGS_K10"; }
+
+echo "== Apache Kafka: fresh data, start, warm-up run (not recorded)" >&2
+kafka clean >/dev/null 2>&1
+kafka start || exit 1
+timeout 300 "$DRIVER" -brokers 127.0.0.1:$KPORT -label warmup -run "warm-$(date +%s)" -messages 50000 -k 1 \
+  -workers "$WORKERS" -duration 10 -warmup 2 -no-verify >/dev/null 2>"$OUT/driver-kafka-warmup.log"
+
+for r in $(seq "$RUNS"); do
+  for k in $KS; do
+    m=$(msgs_for "$k")
+    one_run baton "baton-k$k-r$r" "$k" "$m"
+    one_run kafka "kafka-k$k-r$r" "$k" "$m"
+  done
+done
+
+median_rate() { # broker k
+  python3 - "$OUT/runs.jsonl" "$1" "$2" <<'EOF'
+import json, sys, statistics
+rows = [json.loads(l) for l in open(sys.argv[1])]
+v = [r["tx_per_s"] for r in rows if r.get("label") == sys.argv[2] and r.get("k") == int(sys.argv[3])
+     and not r.get("rate_target") and r.get("tx_per_s")]
+print(statistics.median(v) if v else 0)
+EOF
+}
+
+if [ "$RATE_RUNS" -gt 0 ]; then
+  for k in $KS; do
+    bh=$(python3 -c "print(round($(median_rate baton "$k") / 2))")
+    kh=$(python3 -c "print(round($(median_rate kafka "$k") / 2))")
+    m=$(msgs_for "$k")
+    for r in $(seq "$RATE_RUNS"); do
+      [ "$bh" -gt 0 ] && one_run baton "baton-k$k-half-r$r" "$k" "$m" "$bh"
+      [ "$kh" -gt 0 ] && one_run kafka "kafka-k$k-half-r$r" "$k" "$m" "$kh"
+    done
+  done
+fi
+
+kafka stop >&2
+python3 - "$OUT/runs.jsonl" >"$OUT/summary.md" <<'EOF'
+import json, sys, statistics
+rows = [json.loads(l) for l in open(sys.argv[1])]
+def med(v): return statistics.median(v) if v else float("nan")
+out = []
+out.append("| run | broker | K | rate target | tx/s | msg/s | commit p50 / p99 ms | aborted | load before | server / driver / others cores | exactly once |")
+out.append("|---|---|---:|---:|---:|---:|---|---:|---|---|---|")
+for r in rows:
+    c = r.get("commit", {}); v = r.get("verify", {})
+    ok = "ok" if v.get("ok") else ("FAILED: " + (v.get("summary") or r.get("error", "no result")))
+    out.append(f"| {r.get('tag')} | {r.get('label')} | {r.get('k')} | {r.get('rate_target') or 'closed'} | {r.get('tx_per_s')} | {r.get('msg_per_s')} | "
+               f"{c.get('p50_ms')} / {c.get('p99_ms')} | {r.get('aborted_txns')} | {r.get('load_before')} | "
+               f"{r.get('server_cores')} / {r.get('driver_cores')} / {r.get('others_cores')} | {ok} ({v.get('exactly_once')} of {v.get('committed_inputs')}) |")
+out.append("")
+out.append("| K | mode | Baton median tx/s (commit p50 / p99) | Kafka median tx/s (commit p50 / p99) | ratio of medians | median of per-run ratios |")
+out.append("|---:|---|---|---|---:|---:|")
+for k in sorted({r.get("k") for r in rows}):
+    for mode in ("closed", "half"):
+        sel = lambda b: [r for r in rows if r.get("label") == b and r.get("k") == k and bool(r.get("rate_target")) == (mode == "half")]
+        B, K = sel("baton"), sel("kafka")
+        if not B and not K: continue
+        f = lambda R: f"{med([r['tx_per_s'] for r in R]):.0f} ({med([r['commit']['p50_ms'] for r in R]):.2f} / {med([r['commit']['p99_ms'] for r in R]):.2f})" if R else "-"
+        ratio = med([r['tx_per_s'] for r in B]) / med([r['tx_per_s'] for r in K]) if B and K else float("nan")
+        pr = [b["tx_per_s"] / q["tx_per_s"] for b, q in zip(B, K) if q.get("tx_per_s")]
+        out.append(f"| {k} | {mode if mode == 'closed' else 'open loop at half its own max'} | {f(B)} | {f(K)} | {ratio:.2f} | {med(pr):.2f} |")
+print("\n".join(out))
+EOF
+cat "$OUT/summary.md"
