@@ -132,3 +132,119 @@ fn offset_delete_forgets_a_position_unless_a_live_member_reads_the_topic() {
     assert_eq!(offset_delete(&mut k, "live", "od").1, vec![GROUP_SUBSCRIBED_TO_TOPIC]);
     assert_eq!(committed(&mut k, "live", "od"), 1, "kept");
 }
+
+const INVALID_CONFIG: i16 = 40;
+const INVALID_REQUEST: i16 = 42;
+
+fn describe(k: &mut Kafka, t: &str) -> Vec<(String, String, i8)> {
+    let req = DescribeConfigsRequest::default().with_resources(vec![
+        describe_configs_request::DescribeConfigsResource::default().with_resource_type(2).with_resource_name(name(t)),
+    ]);
+    let r: DescribeConfigsResponse = k.call(ApiKey::DescribeConfigs, 1, &req);
+    assert_eq!(r.results[0].error_code, 0, "{r:?}");
+    r.results[0]
+        .configs
+        .iter()
+        .map(|c| (c.name.to_string(), c.value.as_deref().unwrap_or("").to_string(), c.config_source))
+        .collect()
+}
+
+fn config(k: &mut Kafka, t: &str, key: &str) -> (String, i8) {
+    describe(k, t).into_iter().find(|c| c.0 == key).map(|c| (c.1, c.2)).expect(key)
+}
+
+fn incremental(k: &mut Kafka, kind: i8, t: &str, ops: &[(&str, i8, Option<&str>)]) -> i16 {
+    let req = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        incremental_alter_configs_request::AlterConfigsResource::default()
+            .with_resource_type(kind)
+            .with_resource_name(name(t))
+            .with_configs(
+                ops.iter()
+                    .map(|(n, op, v)| {
+                        incremental_alter_configs_request::AlterableConfig::default()
+                            .with_name(name(n))
+                            .with_config_operation(*op)
+                            .with_value(v.map(name))
+                    })
+                    .collect(),
+            ),
+    ]);
+    let r: IncrementalAlterConfigsResponse = k.call(ApiKey::IncrementalAlterConfigs, 1, &req);
+    r.responses[0].error_code
+}
+
+fn alter(k: &mut Kafka, t: &str, configs: &[(&str, &str)]) -> i16 {
+    let req =
+        AlterConfigsRequest::default().with_resources(vec![alter_configs_request::AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(name(t))
+            .with_configs(
+                configs
+                    .iter()
+                    .map(|(n, v)| {
+                        alter_configs_request::AlterableConfig::default().with_name(name(n)).with_value(Some(name(v)))
+                    })
+                    .collect(),
+            )]);
+    let r: AlterConfigsResponse = k.call(ApiKey::AlterConfigs, 1, &req);
+    r.responses[0].error_code
+}
+
+#[test]
+fn topic_configs_are_set_checked_described_and_durable() {
+    let (mut s, port) = Server::start_kafka(&[]);
+    let mut k = Kafka::connect(port);
+    // CreateTopics with configs: one entry, refused whole on a bad one.
+    let create = |k: &mut Kafka, t: &str, cfg: &[(&str, &str)]| -> i16 {
+        let req = CreateTopicsRequest::default().with_timeout_ms(5000).with_topics(vec![
+            create_topics_request::CreatableTopic::default()
+                .with_name(topic(t))
+                .with_num_partitions(1)
+                .with_replication_factor(-1)
+                .with_configs(
+                    cfg.iter()
+                        .map(|(n, v)| {
+                            create_topics_request::CreatableTopicConfig::default()
+                                .with_name(name(n))
+                                .with_value(Some(name(v)))
+                        })
+                        .collect(),
+                ),
+        ]);
+        let r: CreateTopicsResponse = k.call(ApiKey::CreateTopics, 5, &req);
+        r.topics[0].error_code
+    };
+    assert_eq!(create(&mut k, "bad", &[("cleanup.policy", "shred")]), INVALID_CONFIG);
+    assert_eq!(
+        k.metadata(&[]).topics.iter().filter(|t| t.name.as_deref().map(|n| n.as_str()) == Some("bad")).count(),
+        0
+    );
+    assert_eq!(create(&mut k, "changelog", &[("cleanup.policy", "compact"), ("segment.bytes", "1048576")]), 0);
+    assert_eq!(config(&mut k, "changelog", "cleanup.policy"), ("compact".into(), 1));
+    assert_eq!(config(&mut k, "changelog", "segment.bytes"), ("1048576".into(), 1));
+    assert_eq!(config(&mut k, "changelog", "retention.ms"), ("-1".into(), 5), "Baton keeps forever by default");
+    // IncrementalAlterConfigs: SET, APPEND to a list, DELETE back to the default.
+    assert_eq!(incremental(&mut k, 2, "changelog", &[("retention.ms", 0, Some("60000"))]), 0);
+    assert_eq!(config(&mut k, "changelog", "retention.ms"), ("60000".into(), 1));
+    assert_eq!(incremental(&mut k, 2, "changelog", &[("cleanup.policy", 2, Some("delete"))]), 0);
+    assert_eq!(config(&mut k, "changelog", "cleanup.policy").0, "compact,delete");
+    assert_eq!(config(&mut k, "changelog", "segment.bytes").0, "1048576", "untouched by an incremental change");
+    assert_eq!(incremental(&mut k, 2, "changelog", &[("segment.bytes", 1, None)]), 0);
+    assert_eq!(config(&mut k, "changelog", "segment.bytes"), ("1073741824".into(), 5));
+    // Refusals change nothing.
+    assert_eq!(incremental(&mut k, 2, "changelog", &[("retention.ms", 0, Some("soon"))]), INVALID_CONFIG);
+    assert_eq!(incremental(&mut k, 2, "changelog", &[("no.such.config", 0, Some("1"))]), INVALID_CONFIG);
+    assert_eq!(incremental(&mut k, 2, "changelog", &[("segment.ms", 2, Some("1"))]), INVALID_CONFIG);
+    assert_eq!(incremental(&mut k, 2, "changelog", &[("retention.ms", 9, Some("1"))]), INVALID_REQUEST);
+    assert_eq!(incremental(&mut k, 2, "nope", &[("retention.ms", 0, Some("1"))]), UNKNOWN_TOPIC_OR_PARTITION);
+    assert_eq!(incremental(&mut k, 4, "0", &[("num.partitions", 0, Some("9"))]), INVALID_REQUEST);
+    assert_eq!(config(&mut k, "changelog", "retention.ms").0, "60000");
+    // AlterConfigs replaces the whole set: what it does not name goes back to the default.
+    assert_eq!(alter(&mut k, "changelog", &[("cleanup.policy", "compact")]), 0);
+    assert_eq!(config(&mut k, "changelog", "cleanup.policy"), ("compact".into(), 1));
+    assert_eq!(config(&mut k, "changelog", "retention.ms"), ("-1".into(), 5));
+    s.kill9();
+    s.restart();
+    let mut k = Kafka::connect(port);
+    assert_eq!(config(&mut k, "changelog", "cleanup.policy"), ("compact".into(), 1), "configs are durable");
+}

@@ -58,12 +58,12 @@ EXPECTED = {
     },
     "describe_configs": {
         "error": ("NONE", "NONE"),
-        "entries": ("33", "6"),
+        "entries": ("33", "21"),
         "cleanup.policy": ("delete", "delete"),
         "retention.ms": ("604800000", "-1"),
         "max.message.bytes": ("1048588", "1048588"),
         "min.insync.replicas": ("1", "1"),
-        "segment.bytes": ("1073741824", "(absent)"),
+        "segment.bytes": ("1073741824", "1073741824"),
         "unknown topic": ("UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_OR_PARTITION"),
     },
     "message_too_large": {

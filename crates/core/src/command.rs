@@ -196,6 +196,8 @@ pub enum Query {
     },
     /// Kafka transactional ids: the named ones, or every one (D48).
     KafkaTxns(Option<Vec<String>>),
+    /// A Kafka topic's configs as set (None: no such topic).
+    TopicConfigs(String),
 }
 
 /// One Kafka transactional id as DescribeTransactions and ListTransactions show it.
@@ -288,6 +290,7 @@ pub enum QueryResult {
     GroupOffsets(Vec<(String, u64)>),
     /// Known ids only; an id asked for that does not exist is left out.
     KafkaTxns(Vec<TxnView>),
+    TopicConfigs(Option<std::collections::BTreeMap<String, String>>),
     /// (key, fire time, payload JSON, partition, txn)
     Timers(Vec<(String, Micros, String, String, String)>),
 }

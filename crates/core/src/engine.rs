@@ -234,8 +234,15 @@ pub(crate) enum Cmd {
     DeleteQueue(String, oneshot::Sender<Result<(), CoreError>>),
     Txn(crate::txn::TxnRequest, oneshot::Sender<Result<crate::txn::TxnOutcome, CoreError>>),
     Produce(ProduceRequest, oneshot::Sender<Result<ProduceOutcome, CoreError>>),
-    CreateTopic(String, u32, oneshot::Sender<Result<bool, CoreError>>),
+    CreateTopic(String, u32, Vec<(String, crate::topic_config::ConfigOp)>, oneshot::Sender<Result<bool, CoreError>>),
     InitProducer(oneshot::Sender<Result<i64, CoreError>>),
+    TopicConfigs(
+        String,
+        Vec<(String, crate::topic_config::ConfigOp)>,
+        bool,
+        bool,
+        oneshot::Sender<Result<(), CoreError>>,
+    ),
     DeleteRecords(String, Vec<(String, Option<u64>)>, oneshot::Sender<Result<Vec<Result<u64, CoreError>>, CoreError>>),
     DeleteOffsets(String, String, Vec<String>, oneshot::Sender<Result<Vec<Result<(), CoreError>>, CoreError>>),
     KafkaTxn(
@@ -490,11 +497,33 @@ impl Engine {
 
     /// Create a topic (queue) with partitions "0".."n-1"; true if anything was created.
     pub async fn create_topic(&self, topic: String, partitions: u32) -> Result<bool, CoreError> {
-        self.call(|x| Cmd::CreateTopic(topic, partitions, x)).await?
+        self.call(|x| Cmd::CreateTopic(topic, partitions, Vec::new(), x)).await?
+    }
+
+    /// Create a topic with Kafka topic configs, in one entry: there is never a moment the
+    /// topic exists without them.
+    pub async fn create_topic_configured(
+        &self,
+        topic: String,
+        partitions: u32,
+        configs: Vec<(String, crate::topic_config::ConfigOp)>,
+    ) -> Result<bool, CoreError> {
+        self.call(|x| Cmd::CreateTopic(topic, partitions, configs, x)).await?
     }
 
     pub async fn init_producer(&self) -> Result<i64, CoreError> {
         self.call(Cmd::InitProducer).await?
+    }
+
+    /// Kafka AlterConfigs (`replace`) or IncrementalAlterConfigs of one topic.
+    pub async fn topic_configs(
+        &self,
+        topic: String,
+        ops: Vec<(String, crate::topic_config::ConfigOp)>,
+        replace: bool,
+        validate_only: bool,
+    ) -> Result<(), CoreError> {
+        self.call(|x| Cmd::TopicConfigs(topic, ops, replace, validate_only, x)).await?
     }
 
     /// Kafka DeleteRecords: per partition, the new log start.

@@ -184,6 +184,11 @@ pub enum Effect {
     KafkaTxnForget {
         tid: String,
     },
+    /// A Kafka topic's configs, whole (issue 15: AlterConfigs, CreateTopics).
+    TopicConfigs {
+        queue: QueueId,
+        configs: std::collections::BTreeMap<String, String>,
+    },
     /// A group's committed position on a partition is forgotten (Kafka OffsetDelete): the
     /// group reads it again from where a new group starts.
     DropCursor {
@@ -227,6 +232,7 @@ impl Entry {
                         tid.len() + offsets.iter().map(|(g, _, _)| g.len() + 20).sum::<usize>()
                     }
                     Effect::SettleHidden { ranges, .. } => 16 * ranges.len(),
+                    Effect::TopicConfigs { configs, .. } => configs.iter().map(|(k, v)| k.len() + v.len() + 16).sum(),
                     _ => 0,
                 }
             })

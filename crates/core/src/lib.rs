@@ -34,6 +34,7 @@ mod runner;
 pub mod state;
 pub mod store;
 pub mod timers;
+pub mod topic_config;
 pub mod txn;
 
 pub use command::*;

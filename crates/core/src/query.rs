@@ -142,6 +142,9 @@ pub fn run(state: &State, q: Query) -> QueryResult {
             }
             QueryResult::Timers(rows)
         }
+        Query::TopicConfigs(topic) => QueryResult::TopicConfigs(
+            state.queue(&topic).map(|q| state.topic_configs.get(&q.id).cloned().unwrap_or_default()),
+        ),
         Query::KafkaTxns(ids) => {
             let view = |(tid, t): (&String, &crate::ktxn::TxnId)| TxnView {
                 tid: tid.clone(),

@@ -390,12 +390,22 @@ impl PlannerLoop {
                 let res = self.p.step(|p| p.produce(r));
                 self.settle(deferred(reply, res));
             }
-            Cmd::CreateTopic(t, n, reply) => {
-                let res = self.p.step(|p| p.create_topic(&t, n));
+            Cmd::CreateTopic(t, n, configs, reply) => {
+                let res = self.p.step(|p| {
+                    let made = p.create_topic(&t, n)?;
+                    if !configs.is_empty() {
+                        p.topic_configs(&t, &configs, true, false)?;
+                    }
+                    Ok(made)
+                });
                 self.settle(deferred(reply, res));
             }
             Cmd::InitProducer(reply) => {
                 let res = self.p.step(|p| p.init_producer());
+                self.settle(deferred(reply, res));
+            }
+            Cmd::TopicConfigs(topic, ops, replace, validate_only, reply) => {
+                let res = self.p.step(|p| p.topic_configs(&topic, &ops, replace, validate_only));
                 self.settle(deferred(reply, res));
             }
             Cmd::DeleteRecords(topic, parts, reply) => {
@@ -726,10 +736,11 @@ fn fail_cmd(cmd: Cmd, e: CoreError) {
         Cmd::DeleteQueue(_, r) => drop(r.send(Err(e))),
         Cmd::Txn(_, r) => drop(r.send(Err(e))),
         Cmd::Produce(_, r) => drop(r.send(Err(e))),
-        Cmd::CreateTopic(_, _, r) => drop(r.send(Err(e))),
+        Cmd::CreateTopic(_, _, _, r) => drop(r.send(Err(e))),
         Cmd::InitProducer(r) => drop(r.send(Err(e))),
         Cmd::KafkaTxn(_, r) => drop(r.send(Err(e))),
         Cmd::DeleteRecords(_, _, r) => drop(r.send(Err(e))),
+        Cmd::TopicConfigs(.., r) => drop(r.send(Err(e))),
         Cmd::DeleteOffsets(_, _, _, r) => drop(r.send(Err(e))),
         Cmd::Commit(_, _, _, r) => drop(r.send(Err(e))),
         Cmd::Kv(_, r) => drop(r.send(Err(e))),

@@ -130,6 +130,8 @@ pub struct State {
     /// Timers: queue -> timer key -> timer; `timer_due` orders them by fire time.
     pub timers: BTreeMap<String, BTreeMap<String, Timer>>,
     pub timer_due: BTreeSet<(Micros, String, String)>,
+    /// Kafka topic configs set by clients (only `cleanup.policy` and `retention.ms` act).
+    pub topic_configs: BTreeMap<QueueId, BTreeMap<String, String>>,
     /// Kafka transactional ids and their open transactions (D48).
     pub ktxn: crate::ktxn::KafkaTxns,
     /// Time of the last applied entry (I5).
@@ -585,6 +587,15 @@ impl State {
                     }
                 }
             }
+            Effect::TopicConfigs { queue, configs } => {
+                if self.queues.contains_key(queue) {
+                    if configs.is_empty() {
+                        self.topic_configs.remove(queue);
+                    } else {
+                        self.topic_configs.insert(*queue, configs.clone());
+                    }
+                }
+            }
             Effect::DropCursor { part, group } => {
                 if let Some(c) = self.parts.get_mut(part).and_then(|p| p.cursors.remove(group)) {
                     if let Some(l) = c.lease {
@@ -608,6 +619,7 @@ impl State {
             | Effect::KafkaTxnForget { .. }
             | Effect::SettleHidden { .. } => crate::ktxn::apply(self, ts, e)?,
             Effect::DeleteQueue { queue } => {
+                self.topic_configs.remove(queue);
                 if let Some(q) = self.queues.remove(queue) {
                     self.queue_ids.remove(&q.name);
                     for pid in q.parts {

@@ -6,11 +6,105 @@
 use crate::errors::*;
 use crate::topics::s;
 use crate::Ctx;
+use baton_core::topic_config::ConfigOp;
 use kafka_protocol::error::ResponseError as E;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::*;
 
 const GROUP_SUBSCRIBED_TO_TOPIC: i16 = E::GroupSubscribedToTopic.code();
+const INVALID_CONFIG: i16 = E::InvalidConfig.code();
+const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
+
+/// The Kafka code and message for a refused config change.
+fn config_error(e: &baton_core::CoreError) -> (i16, Option<kafka_protocol::protocol::StrBytes>) {
+    let code = if e.code == "invalid_config" { INVALID_CONFIG } else { code_of(e) };
+    (code, Some(s(e.message.clone())))
+}
+
+/// One resource's config change: topics only (broker configs are Baton's flags).
+async fn alter(
+    ctx: &Ctx,
+    kind: i8,
+    name: &str,
+    ops: Vec<(String, ConfigOp)>,
+    replace: bool,
+    validate_only: bool,
+) -> (i16, Option<kafka_protocol::protocol::StrBytes>) {
+    match kind {
+        RESOURCE_TOPIC => match ctx.engine.topic_configs(name.to_string(), ops, replace, validate_only).await {
+            Ok(()) => (NONE, None),
+            Err(e) => config_error(&e),
+        },
+        RESOURCE_BROKER => (INVALID_REQUEST, Some(s("broker configs are Baton's command-line flags"))),
+        _ => (INVALID_REQUEST, Some(s("only topic configs can be altered"))),
+    }
+}
+
+/// AlterConfigs: each topic's configs become exactly those named (the rest go back to
+/// their defaults), as in Kafka.
+pub async fn alter_configs(ctx: &Ctx, req: AlterConfigsRequest) -> AlterConfigsResponse {
+    let mut out = Vec::new();
+    for r in req.resources {
+        let ops = r
+            .configs
+            .iter()
+            .map(|c| (c.name.to_string(), c.value.as_ref().map_or(ConfigOp::Delete, |v| ConfigOp::Set(v.to_string()))))
+            .collect();
+        let (code, msg) = alter(ctx, r.resource_type, &r.resource_name, ops, true, req.validate_only).await;
+        out.push(
+            alter_configs_response::AlterConfigsResourceResponse::default()
+                .with_error_code(code)
+                .with_error_message(msg)
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name),
+        );
+    }
+    AlterConfigsResponse::default().with_responses(out)
+}
+
+/// IncrementalAlterConfigs: SET (0), DELETE (1), APPEND (2), SUBTRACT (3) per config.
+pub async fn incremental_alter_configs(
+    ctx: &Ctx,
+    req: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    let mut out = Vec::new();
+    for r in req.resources {
+        let mut ops = Vec::with_capacity(r.configs.len());
+        let mut bad = None;
+        for c in &r.configs {
+            let v = c.value.as_ref().map(|v| v.to_string());
+            ops.push((
+                c.name.to_string(),
+                match (c.config_operation, v) {
+                    (0, Some(v)) => ConfigOp::Set(v),
+                    (1, _) => ConfigOp::Delete,
+                    (2, Some(v)) => ConfigOp::Append(v),
+                    (3, Some(v)) => ConfigOp::Subtract(v),
+                    (op, _) => {
+                        bad = Some(format!(
+                            "{}: operation {op} with this value is not SET, DELETE, APPEND or SUBTRACT",
+                            c.name
+                        ));
+                        break;
+                    }
+                },
+            ));
+        }
+        let (code, msg) = match bad {
+            Some(m) => (INVALID_REQUEST, Some(s(m))),
+            None => alter(ctx, r.resource_type, &r.resource_name, ops, false, req.validate_only).await,
+        };
+        out.push(
+            incremental_alter_configs_response::AlterConfigsResourceResponse::default()
+                .with_error_code(code)
+                .with_error_message(msg)
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name),
+        );
+    }
+    IncrementalAlterConfigsResponse::default().with_responses(out)
+}
 
 pub fn describe_cluster(ctx: &Ctx) -> DescribeClusterResponse {
     let topo = ctx.topology();

@@ -115,7 +115,11 @@ pub(crate) fn refuse_unless_leading(ctx: &Ctx, req: &RequestKind, version: i16) 
         // The leader gives the id (`LeaderAsk`); without a way to ask it, refused.
         Q::InitProducerId(_) if ctx.cfg.leader_ask.is_some() => return None,
         Q::InitProducerId(_) => NOT_COORDINATOR,
-        Q::CreateTopics(_) | Q::DeleteTopics(_) | Q::CreatePartitions(_) => NOT_CONTROLLER,
+        Q::CreateTopics(_)
+        | Q::DeleteTopics(_)
+        | Q::CreatePartitions(_)
+        | Q::AlterConfigs(_)
+        | Q::IncrementalAlterConfigs(_) => NOT_CONTROLLER,
         _ => return None,
     };
     if ctx.topology().leads() && ctx.engine.is_writable() {

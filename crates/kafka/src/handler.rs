@@ -92,6 +92,8 @@ async fn respond(ctx: &Ctx, r: Request, peer: SocketAddr) -> Result<Option<Respo
         Q::EndTxn(q) => R::EndTxn(txn::end_txn(ctx, q, v).await),
         Q::DescribeCluster(_) => R::DescribeCluster(admin::describe_cluster(ctx)),
         Q::DeleteRecords(q) => R::DeleteRecords(admin::delete_records(ctx, q).await),
+        Q::AlterConfigs(q) => R::AlterConfigs(admin::alter_configs(ctx, q).await),
+        Q::IncrementalAlterConfigs(q) => R::IncrementalAlterConfigs(admin::incremental_alter_configs(ctx, q).await),
         Q::OffsetDelete(q) => R::OffsetDelete(admin::offset_delete(ctx, q).await),
         Q::DescribeTransactions(q) => R::DescribeTransactions(txn::describe(ctx, q).await),
         Q::ListTransactions(q) => R::ListTransactions(txn::list(ctx, q).await),

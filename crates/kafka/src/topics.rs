@@ -6,6 +6,7 @@
 
 use crate::errors::*;
 use crate::{Ctx, Topology};
+use baton_core::topic_config::{changed, ConfigOp, TOPIC_CONFIGS};
 use baton_core::{CoreError, PartitionView, Query, QueryResult, QueueView};
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
@@ -202,6 +203,7 @@ pub async fn metadata(ctx: &Ctx, req: MetadataRequest, version: i16) -> Metadata
 }
 
 const E_UNKNOWN_TOPIC_ID: i16 = kafka_protocol::error::ResponseError::UnknownTopicId.code();
+const INVALID_CONFIG: i16 = kafka_protocol::error::ResponseError::InvalidConfig.code();
 
 pub async fn create_topics(ctx: &Ctx, req: CreateTopicsRequest, version: i16) -> CreateTopicsResponse {
     let mut out = Vec::new();
@@ -248,8 +250,18 @@ pub async fn create_topics(ctx: &Ctx, req: CreateTopicsRequest, version: i16) ->
                 continue;
             }
         }
+        let configs: Vec<(String, ConfigOp)> = t
+            .configs
+            .iter()
+            .map(|c| (c.name.to_string(), c.value.as_ref().map_or(ConfigOp::Delete, |v| ConfigOp::Set(v.to_string()))))
+            .collect();
+        // Checked before anything is created: a bad config refuses the whole topic.
+        if let Err(e) = changed(&Default::default(), &configs) {
+            out.push(fail(r, INVALID_CONFIG, e.message));
+            continue;
+        }
         if !req.validate_only {
-            if let Err(e) = ctx.engine.create_topic(name.clone(), n as u32).await {
+            if let Err(e) = ctx.engine.create_topic_configured(name.clone(), n as u32, configs).await {
                 out.push(fail(r, code_of(&e), e.to_string()));
                 continue;
             }
@@ -349,21 +361,29 @@ pub async fn describe_configs(ctx: &Ctx, req: DescribeConfigsRequest, version: i
         let mut r = DescribeConfigsResult::default()
             .with_resource_type(res.resource_type)
             .with_resource_name(res.resource_name.clone());
-        let configs: Vec<(&str, String)> = match res.resource_type {
+        // (name, value, set on this topic by a client)
+        let configs: Vec<(&str, String, bool)> = match res.resource_type {
             RESOURCE_TOPIC => match queue_view(ctx, &res.resource_name).await {
                 Ok(Some(q)) => {
+                    let set = match ctx.engine.query(Query::TopicConfigs(res.resource_name.to_string())).await {
+                        Ok(QueryResult::TopicConfigs(Some(m))) => m,
+                        _ => Default::default(),
+                    };
+                    // What Baton does unless a config says otherwise: keep forever (or the
+                    // queue's own retentionSeconds), the door's max.message.bytes.
                     let retention = match q.options.retention_seconds {
                         0 => -1,
                         secs => secs as i64 * 1000,
                     };
-                    vec![
-                        ("cleanup.policy", "delete".into()),
-                        ("compression.type", "producer".into()),
-                        ("retention.ms", retention.to_string()),
-                        ("max.message.bytes", ctx.cfg.max_message_bytes.to_string()),
-                        ("message.timestamp.type", "CreateTime".into()),
-                        ("min.insync.replicas", "1".into()),
-                    ]
+                    TOPIC_CONFIGS
+                        .iter()
+                        .map(|(k, d)| match (set.get(*k), *k) {
+                            (Some(v), _) => (*k, v.clone(), true),
+                            (None, "retention.ms") => (*k, retention.to_string(), false),
+                            (None, "max.message.bytes") => (*k, ctx.cfg.max_message_bytes.to_string(), false),
+                            (None, _) => (*k, d.to_string(), false),
+                        })
+                        .collect()
                 }
                 Ok(None) => {
                     r.error_code = UNKNOWN_TOPIC_OR_PARTITION;
@@ -376,14 +396,17 @@ pub async fn describe_configs(ctx: &Ctx, req: DescribeConfigsRequest, version: i
                     continue;
                 }
             },
-            RESOURCE_BROKER => vec![
+            RESOURCE_BROKER => [
                 ("auto.create.topics.enable", ctx.cfg.auto_create.to_string()),
                 ("num.partitions", ctx.cfg.default_partitions.to_string()),
                 ("default.replication.factor", "1".into()),
                 ("message.max.bytes", ctx.cfg.max_frame_bytes.to_string()),
                 ("offsets.topic.replication.factor", "1".into()),
                 ("group.initial.rebalance.delay.ms", ctx.cfg.initial_rebalance_delay.as_millis().to_string()),
-            ],
+            ]
+            .into_iter()
+            .map(|(k, v)| (k, v, false))
+            .collect(),
             _ => {
                 r.error_code = INVALID_REQUEST;
                 r.error_message = Some(s("only topic and broker configs are described"));
@@ -393,15 +416,17 @@ pub async fn describe_configs(ctx: &Ctx, req: DescribeConfigsRequest, version: i
         };
         // Null or empty both mean "all of them", as in Kafka.
         let keys = res.configuration_keys.as_ref().filter(|k| !k.is_empty());
+        let topic = res.resource_type == RESOURCE_TOPIC;
         r.configs = configs
             .into_iter()
-            .filter(|(k, _)| keys.is_none_or(|ks| ks.iter().any(|x| x.as_str() == *k)))
-            .map(|(k, v)| {
+            .filter(|(k, _, _)| keys.is_none_or(|ks| ks.iter().any(|x| x.as_str() == *k)))
+            .map(|(k, v, set)| {
+                // Sources: 1 a topic's own config (DYNAMIC_TOPIC_CONFIG), 5 the default.
                 let mut c = DescribeConfigsResourceResult::default()
                     .with_name(s(k))
                     .with_value(Some(s(v)))
-                    .with_read_only(true)
-                    .with_config_source(5);
+                    .with_read_only(!topic)
+                    .with_config_source(if set { 1 } else { 5 });
                 if version >= 3 {
                     c.config_type = 2;
                 }

@@ -349,6 +349,32 @@ pub fn error_response(req: &RequestKind, code: i16) -> Option<ResponseKind> {
         Q::ListTransactions(_) => R::ListTransactions(ListTransactionsResponse::default().with_error_code(code)),
         Q::DescribeCluster(_) => R::DescribeCluster(DescribeClusterResponse::default().with_error_code(code)),
         Q::OffsetDelete(_) => R::OffsetDelete(OffsetDeleteResponse::default().with_error_code(code)),
+        Q::AlterConfigs(r) => R::AlterConfigs(
+            AlterConfigsResponse::default().with_responses(
+                r.resources
+                    .iter()
+                    .map(|c| {
+                        alter_configs_response::AlterConfigsResourceResponse::default()
+                            .with_error_code(code)
+                            .with_resource_type(c.resource_type)
+                            .with_resource_name(c.resource_name.clone())
+                    })
+                    .collect(),
+            ),
+        ),
+        Q::IncrementalAlterConfigs(r) => R::IncrementalAlterConfigs(
+            IncrementalAlterConfigsResponse::default().with_responses(
+                r.resources
+                    .iter()
+                    .map(|c| {
+                        incremental_alter_configs_response::AlterConfigsResourceResponse::default()
+                            .with_error_code(code)
+                            .with_resource_type(c.resource_type)
+                            .with_resource_name(c.resource_name.clone())
+                    })
+                    .collect(),
+            ),
+        ),
         Q::DeleteRecords(r) => R::DeleteRecords(
             DeleteRecordsResponse::default().with_topics(
                 r.topics

@@ -6,9 +6,11 @@
 //	franz-go-compat SCENARIO BOOTSTRAP TOPIC GROUP
 //
 // Scenarios: produce, consume, commit, idempotent, group_rebalance,
-// static_member. The values each one writes or expects, and what the pytest
-// caller checks afterwards with another client, are the same for the Java
-// program; tests/kafka-compat/test_clients.py describes that contract.
+// static_member (test_clients.py), and the transaction scenarios txn_commit,
+// txn_abort, txn_fence, txn_ctp (test_transactions_clients.py). The values
+// each one writes or expects, and what the pytest caller checks afterwards
+// with another client, are the same for the Java program; those two files
+// describe that contract.
 package main
 
 import (
@@ -67,6 +69,10 @@ func main() {
 		"idempotent":      idempotent,
 		"group_rebalance": groupRebalance,
 		"static_member":   staticMember,
+		"txn_commit":      txnCommit,
+		"txn_abort":       txnAbort,
+		"txn_fence":       txnFence,
+		"txn_ctp":         txnCtp,
 	}
 	run, ok := scenarios[scenario]
 	if !ok {

@@ -12,9 +12,11 @@ import java.util.function.BooleanSupplier;
  * <pre>java -jar baton-kafka-compat.jar SCENARIO BOOTSTRAP TOPIC GROUP</pre>
  *
  * Scenarios: produce, consume, commit, idempotent, group_rebalance,
- * static_member. The values each one writes or expects, and what the pytest
- * caller checks afterwards with another client, are the same for the franz-go
- * program; tests/kafka-compat/test_clients.py describes that contract.
+ * static_member (test_clients.py), and the transaction scenarios txn_commit,
+ * txn_abort, txn_fence, txn_ctp (test_transactions_clients.py). The values
+ * each one writes or expects, and what the pytest caller checks afterwards
+ * with another client, are the same for the franz-go program; those two
+ * files describe that contract.
  */
 public final class Main {
     /** How long any one wait inside a scenario may take before it fails. */
@@ -80,6 +82,10 @@ public final class Main {
                 case "idempotent" -> Basic.idempotent(env);
                 case "group_rebalance" -> Groups.groupRebalance(env);
                 case "static_member" -> Groups.staticMember(env);
+                case "txn_commit" -> Txn.commit(env);
+                case "txn_abort" -> Txn.abort(env);
+                case "txn_fence" -> Txn.fence(env);
+                case "txn_ctp" -> Txn.ctp(env);
                 default -> {
                     System.err.println("unknown scenario " + scenario);
                     code = 2;

@@ -1,0 +1,232 @@
+//! Kafka topic configs (issue 15 item 5): which names a topic may set, what values they
+//! take, and how AlterConfigs / IncrementalAlterConfigs / CreateTopics change them. A
+//! topic's configs are kept in the state beside its queue; `retention.ms` also sets the
+//! queue's `retentionSeconds`, the one that Baton enforces. Must never store a name or a
+//! value a Kafka broker would refuse: the change is refused whole, before any effect.
+
+use crate::command::CoreError;
+use crate::entry::Effect;
+use crate::plan::{Planned, Planner};
+use std::collections::BTreeMap;
+
+/// The topic configs a client may set, with Kafka's defaults as Baton reports them.
+/// Only `cleanup.policy` and `retention.ms` change what Baton does (D49); the others are
+/// kept and described, as a tool that sets them expects.
+pub const TOPIC_CONFIGS: &[(&str, &str)] = &[
+    ("cleanup.policy", "delete"),
+    ("compression.type", "producer"),
+    ("delete.retention.ms", "86400000"),
+    ("file.delete.delay.ms", "60000"),
+    ("flush.messages", "9223372036854775807"),
+    ("flush.ms", "9223372036854775807"),
+    ("index.interval.bytes", "4096"),
+    ("max.compaction.lag.ms", "9223372036854775807"),
+    ("max.message.bytes", "1048588"),
+    ("message.timestamp.type", "CreateTime"),
+    ("min.cleanable.dirty.ratio", "0.5"),
+    ("min.compaction.lag.ms", "0"),
+    ("min.insync.replicas", "1"),
+    ("preallocate", "false"),
+    ("retention.bytes", "-1"),
+    ("retention.ms", "604800000"),
+    ("segment.bytes", "1073741824"),
+    ("segment.index.bytes", "10485760"),
+    ("segment.jitter.ms", "0"),
+    ("segment.ms", "604800000"),
+    ("unclean.leader.election.enable", "false"),
+];
+
+/// Bytes of one topic's config names and values.
+const MAX_CONFIG_VALUE: usize = 1024;
+
+/// One change to one config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigOp {
+    Set(String),
+    /// Back to the default.
+    Delete,
+    /// List configs (`cleanup.policy`): add to, or take from, the list.
+    Append(String),
+    Subtract(String),
+}
+
+fn invalid(m: impl Into<String>) -> CoreError {
+    CoreError::bad("invalid_config", m)
+}
+
+/// Checks one value of a known config.
+pub fn check(name: &str, value: &str) -> Result<(), CoreError> {
+    if value.len() > MAX_CONFIG_VALUE {
+        return Err(invalid(format!("{name}: a value of {} bytes (at most {MAX_CONFIG_VALUE})", value.len())));
+    }
+    match name {
+        "cleanup.policy" => {
+            let ok = !value.is_empty() && value.split(',').all(|p| matches!(p.trim(), "delete" | "compact"));
+            ok.then_some(()).ok_or_else(|| invalid(format!("cleanup.policy: {value:?} is not delete, compact or both")))
+        }
+        "compression.type" => matches!(value, "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd")
+            .then_some(())
+            .ok_or_else(|| invalid(format!("compression.type: {value:?}"))),
+        "message.timestamp.type" => matches!(value, "CreateTime" | "LogAppendTime")
+            .then_some(())
+            .ok_or_else(|| invalid(format!("message.timestamp.type: {value:?}"))),
+        "preallocate" | "unclean.leader.election.enable" => matches!(value, "true" | "false")
+            .then_some(())
+            .ok_or_else(|| invalid(format!("{name}: {value:?} is not true or false"))),
+        "min.cleanable.dirty.ratio" => value
+            .parse::<f64>()
+            .ok()
+            .filter(|r| (0.0..=1.0).contains(r))
+            .map(|_| ())
+            .ok_or_else(|| invalid(format!("{name}: {value:?} is not a ratio from 0 to 1"))),
+        "retention.ms" | "retention.bytes" => value
+            .parse::<i64>()
+            .ok()
+            .filter(|v| *v >= -1)
+            .map(|_| ())
+            .ok_or_else(|| invalid(format!("{name}: {value:?} is not a number of at least -1"))),
+        _ => value
+            .parse::<i64>()
+            .ok()
+            .filter(|v| *v >= 0)
+            .map(|_| ())
+            .ok_or_else(|| invalid(format!("{name}: {value:?} is not a number of at least 0"))),
+    }
+}
+
+/// `current` with `ops` applied, checked whole.
+pub fn changed(
+    current: &BTreeMap<String, String>,
+    ops: &[(String, ConfigOp)],
+) -> Result<BTreeMap<String, String>, CoreError> {
+    let mut out = current.clone();
+    for (name, op) in ops {
+        let Some((_, default)) = TOPIC_CONFIGS.iter().find(|(n, _)| n == name) else {
+            return Err(invalid(format!("{name:?} is not a topic config")));
+        };
+        let list = |out: &BTreeMap<String, String>| -> Vec<String> {
+            let v = out.get(name).map(String::as_str).unwrap_or(default);
+            v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+        };
+        match op {
+            ConfigOp::Set(v) => {
+                out.insert(name.clone(), v.clone());
+            }
+            ConfigOp::Delete => {
+                out.remove(name);
+            }
+            ConfigOp::Append(v) | ConfigOp::Subtract(v) if name != "cleanup.policy" => {
+                let _ = v;
+                return Err(invalid(format!("{name} is not a list: APPEND and SUBTRACT do not apply")));
+            }
+            ConfigOp::Append(v) => {
+                let mut l = list(&out);
+                for x in v.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+                    if !l.iter().any(|y| y == x) {
+                        l.push(x.to_string());
+                    }
+                }
+                out.insert(name.clone(), l.join(","));
+            }
+            ConfigOp::Subtract(v) => {
+                let drop: Vec<&str> = v.split(',').map(str::trim).collect();
+                let l: Vec<String> = list(&out).into_iter().filter(|x| !drop.contains(&x.as_str())).collect();
+                out.insert(name.clone(), l.join(","));
+            }
+        }
+    }
+    for (name, v) in &out {
+        check(name, v)?;
+    }
+    Ok(out)
+}
+
+/// `retentionSeconds` for a `retention.ms` (0 keeps forever; a part second rounds up).
+fn retention_secs(ms: &str) -> u64 {
+    match ms.parse::<i64>() {
+        Ok(v) if v > 0 => (v as u64).div_ceil(1000),
+        _ => 0,
+    }
+}
+
+impl Planner {
+    /// Change a topic's configs; with `replace`, every config not named goes back to its
+    /// default (AlterConfigs), else only the named ones change (IncrementalAlterConfigs).
+    pub fn topic_configs(
+        &mut self,
+        topic: &str,
+        ops: &[(String, ConfigOp)],
+        replace: bool,
+        validate_only: bool,
+    ) -> Planned<()> {
+        let q = self
+            .state
+            .queue(topic)
+            .ok_or_else(|| CoreError::not_found("queue_not_found", format!("topic {topic} does not exist")))?;
+        let id = q.id;
+        let empty = BTreeMap::new();
+        let current = if replace { &empty } else { self.state.topic_configs.get(&id).unwrap_or(&empty) };
+        let next = changed(current, ops)?;
+        // Retention follows the Kafka configs only where a change names them (or clears
+        // them): a queue's own retentionSeconds, set over HTTP, is not undone by an
+        // unrelated config. A topic that only compacts deletes nothing by age.
+        let had = self.state.topic_configs.get(&id);
+        let named = |n: &str| ops.iter().any(|(o, _)| o == n) || (replace && had.is_some_and(|h| h.contains_key(n)));
+        let mut options = q.options.clone();
+        if named("retention.ms") || named("cleanup.policy") {
+            let deletes = next.get("cleanup.policy").is_none_or(|p| p.split(',').any(|x| x.trim() == "delete"));
+            options.retention_seconds = match next.get("retention.ms") {
+                Some(v) if deletes => retention_secs(v),
+                _ => 0,
+            };
+        }
+        if validate_only {
+            return Ok(());
+        }
+        if options != q.options {
+            self.emit_pub(Effect::Configure { queue: topic.to_string(), options })?;
+        }
+        self.emit_pub(Effect::TopicConfigs { queue: id, configs: next })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(n: &str, v: &str) -> (String, ConfigOp) {
+        (n.to_string(), ConfigOp::Set(v.to_string()))
+    }
+
+    #[test]
+    fn names_and_values_are_checked_whole() {
+        let none = BTreeMap::new();
+        assert!(changed(&none, &[set("cleanup.policy", "compact")]).is_ok());
+        assert!(changed(&none, &[set("cleanup.policy", "compact,delete")]).is_ok());
+        assert!(changed(&none, &[set("cleanup.policy", "shred")]).is_err());
+        assert!(changed(&none, &[set("retention.ms", "-2")]).is_err());
+        assert!(changed(&none, &[set("segment.bytes", "x")]).is_err());
+        assert!(changed(&none, &[set("no.such", "1")]).is_err());
+        assert!(changed(&none, &[set("retention.ms", &"9".repeat(2000))]).is_err());
+        assert!(changed(&none, &[("segment.ms".into(), ConfigOp::Append("1".into()))]).is_err());
+    }
+
+    #[test]
+    fn list_ops_edit_cleanup_policy() {
+        let none = BTreeMap::new();
+        let c = changed(&none, &[("cleanup.policy".into(), ConfigOp::Append("compact".into()))]).unwrap();
+        assert_eq!(c["cleanup.policy"], "delete,compact");
+        let c = changed(&c, &[("cleanup.policy".into(), ConfigOp::Subtract("delete".into()))]).unwrap();
+        assert_eq!(c["cleanup.policy"], "compact");
+        assert!(changed(&c, &[("cleanup.policy".into(), ConfigOp::Subtract("compact".into()))]).is_err(), "empty");
+        let c = changed(&c, &[("cleanup.policy".into(), ConfigOp::Delete)]).unwrap();
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn retention_rounds_up_to_seconds() {
+        assert_eq!(retention_secs("-1"), 0);
+        assert_eq!(retention_secs("1"), 1);
+        assert_eq!(retention_secs("60000"), 60);
+    }
+}
