@@ -189,3 +189,54 @@ fn an_open_transaction_survives_kill_9_and_its_timeout_aborts_it() {
     let mut t = Txn { k: &mut k, tid: "tx-c", pid: i.producer_id.0, epoch: 0 };
     assert_eq!(t.end(true), PRODUCER_FENCED, "the timeout abort bumped the epoch");
 }
+
+/// Issue 15 item 3: the offsets a Kafka transaction commits are the Baton group's cursor,
+/// moved in the commit's entry, so an HTTP consumer of that group goes on from there; an
+/// aborted transaction's offsets move nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offsets_sent_in_a_transaction_move_the_http_consumer_group() {
+    let (s, port) = Server::start_kafka(&[]);
+    let mut k = Kafka::connect(port);
+    k.metadata(&["src", "dst"]);
+    let c = client();
+    let push =
+        json!({"items": (0..5).map(|i| json!({"queue": "src", "partition": "0", "payload": i})).collect::<Vec<_>>()});
+    let (st, v) = read(c.post(s.url("/api/v1/push")).json(&push).send().await.unwrap()).await;
+    assert_eq!(st, 201, "{v}");
+    let i = init(&mut k, "tx-ctp", 60_000);
+    let mut t = Txn { k: &mut k, tid: "tx-ctp", pid: i.producer_id.0, epoch: 0 };
+    // Aborted: offsets 0..2 consumed, nothing moves.
+    assert_eq!(t.add("dst", &[0]), 0);
+    t.produce("dst", 0, &[b"x0", b"x1"], 0);
+    assert_eq!(t.send_offsets("g", "src", 2), (0, 0));
+    assert_eq!(t.end(false), 0);
+    // Committed: the group's position on src/0 is 3.
+    assert_eq!(t.add("dst", &[0]), 0);
+    t.produce("dst", 0, &[b"y0", b"y1", b"y2"], 2);
+    assert_eq!(t.send_offsets("g", "src", 3), (0, 0));
+    let (st, _) =
+        read(c.get(s.url("/api/v1/pop/queue/src?consumerGroup=h&batch=1&autoAck=true")).send().await.unwrap()).await;
+    assert_eq!(st, 200, "another group is not held back by the open transaction's offsets");
+    assert_eq!(t.end(true), 0);
+    let url = s.url("/api/v1/pop/queue/src?consumerGroup=g&batch=10");
+    let (st, v) = read(c.get(url).send().await.unwrap()).await;
+    assert_eq!(st, 200, "{v}");
+    let got: Vec<_> = v["messages"].as_array().unwrap().iter().map(|m| m["data"].clone()).collect();
+    assert_eq!(got, vec![json!(3), json!(4)], "the HTTP consumer of g goes on from the transaction's offset");
+    // Offsets for a group the transaction did not add are refused.
+    assert_eq!(t.add("dst", &[0]), 0);
+    let commit = TxnOffsetCommitRequest::default()
+        .with_transactional_id(TransactionalId(name("tx-ctp")))
+        .with_group_id(GroupId(name("never-added")))
+        .with_producer_id(i.producer_id.0.into())
+        .with_producer_epoch(0)
+        .with_generation_id(-1)
+        .with_member_id(name(""))
+        .with_topics(vec![txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+            .with_name(topic("src"))
+            .with_partitions(vec![txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(1)])]);
+    let r: TxnOffsetCommitResponse = t.k.call(ApiKey::TxnOffsetCommit, 3, &commit);
+    assert_eq!(r.topics[0].partitions[0].error_code, INVALID_TXN_STATE);
+}

@@ -62,6 +62,30 @@ impl Txn<'_> {
         r.responses[0].partition_responses[0].clone()
     }
 
+    /// AddOffsetsToTxn then TxnOffsetCommit of `offset` on partition 0 of `t`.
+    pub fn send_offsets(&mut self, group: &str, t: &str, offset: i64) -> (i16, i16) {
+        let add = AddOffsetsToTxnRequest::default()
+            .with_transactional_id(TransactionalId(name(self.tid)))
+            .with_producer_id(self.pid.into())
+            .with_producer_epoch(self.epoch)
+            .with_group_id(GroupId(name(group)));
+        let a: AddOffsetsToTxnResponse = self.k.call(ApiKey::AddOffsetsToTxn, 3, &add);
+        let commit = TxnOffsetCommitRequest::default()
+            .with_transactional_id(TransactionalId(name(self.tid)))
+            .with_group_id(GroupId(name(group)))
+            .with_producer_id(self.pid.into())
+            .with_producer_epoch(self.epoch)
+            .with_generation_id(-1)
+            .with_member_id(name(""))
+            .with_topics(vec![txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+                .with_name(topic(t))
+                .with_partitions(vec![txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                    .with_partition_index(0)
+                    .with_committed_offset(offset)])]);
+        let c: TxnOffsetCommitResponse = self.k.call(ApiKey::TxnOffsetCommit, 3, &commit);
+        (a.error_code, c.topics[0].partitions[0].error_code)
+    }
+
     pub fn end(&mut self, commit: bool) -> i16 {
         let req = EndTxnRequest::default()
             .with_transactional_id(TransactionalId(name(self.tid)))
