@@ -31,9 +31,9 @@ pub struct TxnId {
     pub open_since: Option<Micros>,
     pub parts: BTreeSet<PartId>,
     pub groups: BTreeSet<String>,
-    /// Offsets committed inside the open transaction: (group, partition, next offset),
-    /// the latest per group and partition.
-    pub offsets: Vec<(String, PartId, u64)>,
+    /// Offsets committed inside the open transaction: group -> partition -> next offset,
+    /// the latest of each (a map, so a commit naming many partitions costs O(n log n)).
+    pub offsets: BTreeMap<String, BTreeMap<PartId, u64>>,
     /// How the last transaction ended (true: committed), for a retried EndTxn.
     pub last_end: Option<bool>,
     /// Last time the id was initialised or a transaction of it ended.
@@ -151,10 +151,7 @@ pub fn apply(state: &mut State, ts: Micros, e: &Effect) -> Result<(), ApplyError
         Effect::KafkaTxnOffsets { tid, offsets } => {
             let t = state.ktxn.ids.get_mut(tid).ok_or_else(|| ApplyError(format!("unknown transactional id {tid}")))?;
             for (g, p, o) in offsets {
-                match t.offsets.iter_mut().find(|(tg, tp, _)| tg == g && tp == p) {
-                    Some(e) => e.2 = *o,
-                    None => t.offsets.push((g.clone(), *p, *o)),
-                }
+                t.offsets.entry(g.clone()).or_default().insert(*p, *o);
             }
         }
         Effect::KafkaTxnWrite { part, producer, base, end } => {

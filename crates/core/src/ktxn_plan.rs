@@ -101,6 +101,14 @@ impl Planner {
                     }
                     ids.push(p.id);
                 }
+                // A partition named twice (or already in the transaction) is added once.
+                let t = &self.state.ktxn.ids[&tid];
+                ids.sort_unstable();
+                ids.dedup();
+                ids.retain(|p| !t.parts.contains(p));
+                if ids.is_empty() && t.open_since.is_some() {
+                    return Ok(Ok(TxnReply::Done));
+                }
                 self.emit_pub(Effect::KafkaTxnAdd { tid, parts: ids, groups: Vec::new() })?;
                 Ok(Ok(TxnReply::Done))
             }
@@ -261,12 +269,13 @@ impl Planner {
             self.pushed_queues.entry(self.state.parts[&part].queue).or_default().insert(part);
         }
         if commit {
-            for (group, part, offset) in &t.offsets {
-                if !self.state.parts.contains_key(part) {
-                    continue;
-                }
+            for (group, offsets) in &t.offsets {
                 let gid = self.ensure_group_pub(group)?;
-                self.emit_pub(Effect::Commit { part: *part, group: gid, offset: *offset })?;
+                for (part, offset) in offsets {
+                    if self.state.parts.contains_key(part) {
+                        self.emit_pub(Effect::Commit { part: *part, group: gid, offset: *offset })?;
+                    }
+                }
             }
         }
         self.emit_pub(Effect::KafkaTxnEnd { tid: tid.to_string(), commit })

@@ -41,7 +41,7 @@ PARTS=${PARTS:-200}
 DURATION=${DURATION:-20}
 WARMUP=${WARMUP:-5}
 MSGS_K1=${MSGS_K1:-250000}
-MSGS_K10=${MSGS_K10:-600000}
+MSGS_K10=${MSGS_K10:-1000000}
 RATE_RUNS=${RATE_RUNS:-3}
 QUIET_IDLE=${QUIET_IDLE:-70}
 QUIET_MAX=${QUIET_MAX:-180}
@@ -73,6 +73,7 @@ cp target/release/baton "$BATON_BIN" || exit 1
 {
   echo "baton binary: $(stat -c '%y' target/release/baton), git $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates src || echo ' + uncommitted changes in crates/src')"
   echo "machine: nproc $(nproc), $(uname -r)"
+  echo "start: $(date -u +%FT%TZ), uptime: $(uptime)"
 } >"$OUT/meta.txt"
 cat "$OUT/meta.txt" >&2
 
@@ -81,12 +82,22 @@ machine() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat; }
 HZ=$(getconf CLK_TCK)
 
 BATON_PID=
+port_busy() { (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null; }
 start_baton() { # label
   rm -rf "$BATON_DATA"
+  for _ in $(seq 100); do port_busy $BATON_HTTP || port_busy $BATON_KAFKA || break; sleep 0.1; done
+  if port_busy $BATON_HTTP || port_busy $BATON_KAFKA; then
+    echo "$BATON_HTTP or $BATON_KAFKA is taken by another process; not starting Baton for $1" >&2
+    return 1
+  fi
   "$BATON_BIN" serve --data-dir "$BATON_DATA" --http-addr $BATON_HTTP --kafka-addr $BATON_KAFKA \
     --kafka-initial-rebalance-delay-ms 0 >/dev/null 2>"$OUT/baton-$1.log" </dev/null &
   BATON_PID=$!
-  for _ in $(seq 100); do curl -sf "http://$BATON_HTTP/health" >/dev/null && return 0; sleep 0.1; done
+  for _ in $(seq 100); do
+    kill -0 "$BATON_PID" 2>/dev/null || break
+    curl -sf "http://$BATON_HTTP/health" >/dev/null && return 0
+    sleep 0.1
+  done
   echo "baton did not become healthy in 10 s; log: $OUT/baton-$1.log" >&2
   return 1
 }
@@ -197,6 +208,7 @@ if [ "$RATE_RUNS" -gt 0 ]; then
 fi
 
 kafka stop >&2
+echo "end: $(date -u +%FT%TZ), uptime: $(uptime)" >>"$OUT/meta.txt"
 python3 - "$OUT/runs.jsonl" >"$OUT/summary.md" <<'EOF'
 import json, sys, statistics
 rows = [json.loads(l) for l in open(sys.argv[1])]

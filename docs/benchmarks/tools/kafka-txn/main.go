@@ -919,7 +919,7 @@ func main() {
 	result["requests"] = reqs
 	st.errMu.Lock()
 	if len(st.errs) > 0 {
-		result["errors"] = st.errs
+		result["errors_whole_run"] = st.errs
 	}
 	st.errMu.Unlock()
 	if *duration > 0 && st.emptyPolls.Load() > int64(*workers)*2 && st.allMsgs.Load() >= int64(*messages) {
