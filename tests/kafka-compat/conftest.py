@@ -80,6 +80,24 @@ class Baton:
         self.tmp.cleanup()
 
 
+# An external broker for the suites that can run against one (Apache Kafka, to prove
+# a test right before it judges Baton): its bootstrap address, else Baton is started.
+EXTERNAL = os.environ.get("KAFKA_COMPAT_BOOTSTRAP")
+
+
+class External:
+    def __init__(self, bootstrap):
+        self.bootstrap = bootstrap
+
+
+@pytest.fixture(scope="module")
+def broker(request):
+    """The broker under test: the external one if named, else the session's Baton."""
+    if EXTERNAL:
+        return External(EXTERNAL)
+    return request.getfixturevalue("baton")
+
+
 @pytest.fixture(scope="session")
 def baton():
     b = Baton()

@@ -34,7 +34,6 @@ Every wait is bounded; a broker that does not do transactions fails each test
 with the error it answered, not a hang.
 """
 
-import os
 import time
 import uuid
 
@@ -43,25 +42,11 @@ from confluent_kafka import (OFFSET_BEGINNING, OFFSET_INVALID, Consumer, KafkaEr
                              TopicPartition)
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import Baton
-
-EXTERNAL = os.environ.get("KAFKA_COMPAT_BOOTSTRAP")
+from conftest import EXTERNAL, Baton
 API_TIMEOUT = 30  # seconds, for each transactional API call and each read
 # Kafka aborts a timed-out transaction only on its cleanup tick (10 s by
 # default), so the wait for that abort allows a couple of ticks.
 TIMEOUT_ABORT_DEADLINE = 30
-
-
-class External:
-    def __init__(self, bootstrap):
-        self.bootstrap = bootstrap
-
-
-@pytest.fixture(scope="module")
-def broker(request):
-    if EXTERNAL:
-        return External(EXTERNAL)
-    return request.getfixturevalue("baton")
 
 
 @pytest.fixture

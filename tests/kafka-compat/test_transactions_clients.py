@@ -51,7 +51,6 @@ Apache Kafka 4.1.1, scripts/peers/kafka.sh), otherwise against the session's
     request versions (kgo.MaxVersions(kversion.V3_9_0())): the same results.
 """
 
-import os
 import time
 import uuid
 
@@ -62,21 +61,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from test_clients import run_program
 
 CLIENTS = ["java", "franz-go"]
-EXTERNAL = os.environ.get("KAFKA_COMPAT_BOOTSTRAP")
+from conftest import EXTERNAL
 PARTITIONS = 3
 READ_TIMEOUT = 30  # seconds, for each librdkafka read or offset fetch
-
-
-class External:
-    def __init__(self, bootstrap):
-        self.bootstrap = bootstrap
-
-
-@pytest.fixture(scope="module")
-def broker(request):
-    if EXTERNAL:
-        return External(EXTERNAL)
-    return request.getfixturevalue("baton")
 
 
 def uid(tag):
