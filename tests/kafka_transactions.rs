@@ -240,3 +240,69 @@ async fn offsets_sent_in_a_transaction_move_the_http_consumer_group() {
     let r: TxnOffsetCommitResponse = t.k.call(ApiKey::TxnOffsetCommit, 3, &commit);
     assert_eq!(r.topics[0].partitions[0].error_code, INVALID_TXN_STATE);
 }
+
+/// Transactions v2 (KIP-890): the broker finalizes `transaction.version` 2; a produce
+/// (v12) adds its partition itself, TxnOffsetCommit v5 its group, and every EndTxn (v5)
+/// moves the id to its next epoch, which the client uses next. A retried EndTxn naming
+/// the epoch it ended is answered as the first; the old epoch is fenced for anything else.
+#[test]
+fn transactions_v2_add_by_produce_and_bump_the_epoch_at_every_end() {
+    let (_s, port) = Server::start_kafka(&[]);
+    let mut k = Kafka::connect(port);
+    let v: ApiVersionsResponse = k.call(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    let tv = v.finalized_features.iter().find(|f| f.name.as_str() == "transaction.version").expect("finalized");
+    assert_eq!(tv.max_version_level, 2);
+    k.metadata(&["v2", "v2in"]);
+    k.produce("v2in", 0, batch(&[b"a", b"b"], Compression::None, None), -1);
+    let i = init(&mut k, "tx-v2", 60_000);
+    let pid = i.producer_id.0;
+    let produce12 = |k: &mut Kafka, epoch: i16, seq: i32, v: &[u8]| -> i16 {
+        let req = produce_req("v2", 0, txn_batch(&[v], pid, epoch, seq), -1)
+            .with_transactional_id(Some(TransactionalId(name("tx-v2"))));
+        let r: ProduceResponse = k.call(ApiKey::Produce, 12, &req);
+        r.responses[0].partition_responses[0].error_code
+    };
+    let end5 = |k: &mut Kafka, epoch: i16, commit: bool| -> EndTxnResponse {
+        let req = EndTxnRequest::default()
+            .with_transactional_id(TransactionalId(name("tx-v2")))
+            .with_producer_id(pid.into())
+            .with_producer_epoch(epoch)
+            .with_committed(commit);
+        k.call(ApiKey::EndTxn, 5, &req)
+    };
+    assert_eq!(produce12(&mut k, 0, 0, b"one"), 0, "no AddPartitionsToTxn needed");
+    let offsets = TxnOffsetCommitRequest::default()
+        .with_transactional_id(TransactionalId(name("tx-v2")))
+        .with_group_id(GroupId(name("g2")))
+        .with_producer_id(pid.into())
+        .with_producer_epoch(0)
+        .with_generation_id(-1)
+        .with_member_id(name(""))
+        .with_topics(vec![txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+            .with_name(topic("v2in"))
+            .with_partitions(vec![txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(2)])]);
+    let r: TxnOffsetCommitResponse = k.call(ApiKey::TxnOffsetCommit, 5, &offsets);
+    assert_eq!(r.topics[0].partitions[0].error_code, 0, "no AddOffsetsToTxn needed");
+    let e = end5(&mut k, 0, true);
+    assert_eq!((e.error_code, e.producer_id.0, e.producer_epoch), (0, pid, 1), "the next epoch");
+    let again = end5(&mut k, 0, true);
+    assert_eq!((again.error_code, again.producer_epoch), (0, 1), "a retry is answered as the first");
+    assert_eq!(end5(&mut k, 0, false).error_code, PRODUCER_FENCED, "epoch 0 may do nothing else");
+    assert_eq!(produce12(&mut k, 0, 1, b"late"), 47, "INVALID_PRODUCER_EPOCH");
+    let rc = fetch_at(&mut k, "v2", true);
+    assert_eq!(data_values(&rc), vec![bytes::Bytes::from("one")]);
+    let req = OffsetFetchRequest::default().with_group_id(GroupId(name("g2"))).with_topics(Some(vec![
+        offset_fetch_request::OffsetFetchRequestTopic::default()
+            .with_name(topic("v2in"))
+            .with_partition_indexes(vec![0]),
+    ]));
+    let of: OffsetFetchResponse = k.call(ApiKey::OffsetFetch, 7, &req);
+    assert_eq!(of.topics[0].partitions[0].committed_offset, 2, "the offsets committed with the transaction");
+    // The next transaction at epoch 1, sequences from 0; an abort bumps again.
+    assert_eq!(produce12(&mut k, 1, 0, b"two"), 0);
+    let e = end5(&mut k, 1, false);
+    assert_eq!((e.error_code, e.producer_epoch), (0, 2));
+    assert_eq!(data_values(&fetch_at(&mut k, "v2", true)), vec![bytes::Bytes::from("one")]);
+}

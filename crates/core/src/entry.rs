@@ -179,6 +179,8 @@ pub enum Effect {
     KafkaTxnEnd {
         tid: String,
         commit: bool,
+        /// The producer and epoch that wrote the transaction (a retried EndTxn names them).
+        by: (i64, i16),
     },
     /// An idle transactional id is forgotten (Kafka's transactional.id.expiration.ms).
     KafkaTxnForget {

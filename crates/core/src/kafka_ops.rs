@@ -47,6 +47,9 @@ pub struct ProduceRequest {
     pub producer_expiry: Micros,
     /// The request's transactional id, which every transactional batch's producer must own.
     pub txn_id: Option<String>,
+    /// Transactions v2 (Produce v12, KIP-890): a transactional batch adds its partition to
+    /// its producer's transaction (opening it) instead of needing AddPartitionsToTxn first.
+    pub implicit_txn: bool,
 }
 
 /// Kafka's producer.id.expiration.ms default: one day.
@@ -66,6 +69,7 @@ impl ProduceRequest {
             create: false,
             producer_expiry: DEFAULT_PRODUCER_EXPIRY,
             txn_id: None,
+            implicit_txn: false,
         }
     }
 }
@@ -140,6 +144,8 @@ impl Planner {
         // batches in one ProduceRequest are stored all or none, so a batch
         // refused late must not leave the ones before it behind.
         let mut planned: HashMap<i64, (i16, i32)> = HashMap::new();
+        // The transactional id whose transaction this partition joins here (v2).
+        let mut joins: Option<String> = None;
         let mut seqs = Vec::with_capacity(parsed.len());
         for (b, h) in r.batches.iter().zip(&parsed) {
             let (pid, epoch, seq) = producer_of(b);
@@ -151,8 +157,9 @@ impl Planner {
             if pid >= self.state.next_producer {
                 return Ok(ProduceOutcome::UnknownProducerId(pid));
             }
-            if let Some(refused) = self.txn_batch_refused(b, pid, epoch, part, r.txn_id.as_deref()) {
-                return Ok(refused);
+            match self.txn_batch_refused(b, pid, epoch, part, r.txn_id.as_deref(), r.implicit_txn) {
+                Err(refused) => return Ok(refused),
+                Ok(join) => joins = joins.or(join),
             }
             let last_seq = next_seq(seq, count - 1);
             let p = &self.state.parts[&part];
@@ -191,6 +198,9 @@ impl Planner {
         // Before anything is emitted: see `State::prepare_append`.
         self.state.prepare_append(part)?;
         let entering = planned.keys().any(|pid| !self.state.parts[&part].producers.contains_key(pid));
+        if let Some(tid) = joins {
+            self.emit_pub(Effect::KafkaTxnAdd { tid, parts: vec![part], groups: Vec::new() })?;
+        }
         let mut first_base = None;
         for ((mut b, h), seq) in r.batches.into_iter().zip(parsed).zip(seqs) {
             let count = h.record_count;
@@ -222,7 +232,9 @@ impl Planner {
 
     /// Why a batch may not be written as its transaction stands (D48), if it may not. A
     /// transactional batch needs its producer's transaction open on this partition at the
-    /// id's current epoch; a transactional producer writes no other kind of batch.
+    /// id's current epoch; a transactional producer writes no other kind of batch. Under
+    /// transactions v2 (`implicit`) the batch itself adds the partition: `Ok(Some(tid))`
+    /// names the id whose transaction the partition joins.
     fn txn_batch_refused(
         &self,
         b: &[u8],
@@ -230,31 +242,43 @@ impl Planner {
         epoch: i16,
         part: PartId,
         txn_id: Option<&str>,
-    ) -> Option<ProduceOutcome> {
+        implicit: bool,
+    ) -> Result<Option<String>, ProduceOutcome> {
         let owner = self.state.ktxn.by_producer.get(&pid);
         if !transactional(b) {
-            return owner.map(|t| {
-                ProduceOutcome::InvalidTxnState(format!(
+            return match owner {
+                Some(t) => Err(ProduceOutcome::InvalidTxnState(format!(
                     "producer {pid} is transactional id {t}'s: its batches must be transactional"
-                ))
-            });
+                ))),
+                None => Ok(None),
+            };
         }
         let Some(tid) = owner else {
-            return Some(ProduceOutcome::InvalidTxnState(format!("producer {pid} has no transactional id")));
+            return Err(ProduceOutcome::InvalidTxnState(format!("producer {pid} has no transactional id")));
         };
         if txn_id != Some(tid.as_str()) {
-            return Some(ProduceOutcome::InvalidTxnState(format!("producer {pid} is transactional id {tid}'s")));
+            return Err(ProduceOutcome::InvalidTxnState(format!("producer {pid} is transactional id {tid}'s")));
         }
         let t = &self.state.ktxn.ids[tid];
         if epoch != t.epoch {
-            return Some(ProduceOutcome::InvalidProducerEpoch);
+            return Err(ProduceOutcome::InvalidProducerEpoch);
         }
-        if t.open_since.is_none() || !t.parts.contains(&part) {
-            return Some(ProduceOutcome::InvalidTxnState(format!(
+        if t.open_since.is_some() && t.parts.contains(&part) {
+            return Ok(None);
+        }
+        if !implicit {
+            return Err(ProduceOutcome::InvalidTxnState(format!(
                 "the partition was not added to {tid}'s transaction (AddPartitionsToTxn first)"
             )));
         }
-        None
+        let held = self.state.parts[&part].txns.aborted.len();
+        if held >= self.limits.max_aborted_txns {
+            return Err(ProduceOutcome::InvalidTxnState(format!(
+                "the partition holds {held} aborted transactions (max aborted transactions per partition) until retention \
+                 drops them"
+            )));
+        }
+        Ok(Some(tid.clone()))
     }
 
     /// Drop the state of the partition's producers idle for `expiry`: their

@@ -34,8 +34,10 @@ pub struct TxnId {
     /// Offsets committed inside the open transaction: group -> partition -> next offset,
     /// the latest of each (a map, so a commit naming many partitions costs O(n log n)).
     pub offsets: BTreeMap<String, BTreeMap<PartId, u64>>,
-    /// How the last transaction ended (true: committed), for a retried EndTxn.
+    /// How the last transaction ended (true: committed), and the producer and epoch that
+    /// wrote it, for a retried EndTxn.
     pub last_end: Option<bool>,
+    pub last_end_by: Option<(i64, i16)>,
     /// Last time the id was initialised or a transaction of it ended.
     pub last_used: Micros,
 }
@@ -184,13 +186,14 @@ pub fn apply(state: &mut State, ts: Micros, e: &Effect) -> Result<(), ApplyError
                 }
             }
         }
-        Effect::KafkaTxnEnd { tid, commit } => {
+        Effect::KafkaTxnEnd { tid, commit, by } => {
             if let Some(t) = state.ktxn.ids.get_mut(tid) {
                 t.open_since = None;
                 t.parts.clear();
                 t.groups.clear();
                 t.offsets.clear();
                 t.last_end = Some(*commit);
+                t.last_end_by = Some(*by);
                 t.last_used = ts;
             }
         }

@@ -50,18 +50,24 @@ pub enum TxnOp {
         epoch: i16,
         group: String,
     },
+    /// `implicit` (transactions v2, TxnOffsetCommit v5): the group joins the transaction
+    /// here, without AddOffsetsToTxn.
     Offsets {
         tid: String,
         producer: i64,
         epoch: i16,
         group: String,
         offsets: Vec<(String, String, u64)>,
+        implicit: bool,
     },
+    /// `bump` (transactions v2, EndTxn v5): the end also moves the id to its next epoch,
+    /// answered as `Producer`, which the client uses for its next transaction.
     End {
         tid: String,
         producer: i64,
         epoch: i16,
         commit: bool,
+        bump: bool,
     },
     /// Abort every transaction past its timeout; forget ids idle past their expiration.
     Expire,
@@ -131,9 +137,32 @@ impl Planner {
                 self.emit_pub(Effect::KafkaTxnAdd { tid, parts: Vec::new(), groups: vec![group] })?;
                 Ok(Ok(TxnReply::Done))
             }
-            TxnOp::Offsets { tid, producer, epoch, group, offsets } => {
+            TxnOp::Offsets { tid, producer, epoch, group, offsets, implicit } => {
                 if let Err(e) = self.owner(&tid, producer, epoch) {
                     return Ok(Err(e));
+                }
+                let t = &self.state.ktxn.ids[&tid];
+                if implicit && !(t.open_since.is_some() && t.groups.contains(&group)) {
+                    if group.is_empty() || group == QUEUE_MODE || group.len() > MAX_NAME_LEN {
+                        return Err(CoreError::bad(
+                            "invalid_group",
+                            format!("{group:?} is not a group a transaction may commit"),
+                        ));
+                    }
+                    if t.groups.len() >= MAX_TXN_GROUPS {
+                        return Ok(Err(TxnError::TooMany(format!(
+                            "a transaction commits for at most {MAX_TXN_GROUPS} groups"
+                        ))));
+                    }
+                    // Checked before the group joins: every partition exists.
+                    if offsets.iter().any(|(topic, name, _)| self.state.partition(topic, name).is_none()) {
+                        return Ok(Err(TxnError::UnknownPartition));
+                    }
+                    self.emit_pub(Effect::KafkaTxnAdd {
+                        tid: tid.clone(),
+                        parts: Vec::new(),
+                        groups: vec![group.clone()],
+                    })?;
                 }
                 let t = &self.state.ktxn.ids[&tid];
                 if t.open_since.is_none() || !t.groups.contains(&group) {
@@ -151,23 +180,45 @@ impl Planner {
                 self.emit_pub(Effect::KafkaTxnOffsets { tid, offsets: v })?;
                 Ok(Ok(TxnReply::Done))
             }
-            TxnOp::End { tid, producer, epoch, commit } => {
+            TxnOp::End { tid, producer, epoch, commit, bump } => {
+                let Some(t) = self.state.ktxn.ids.get(&tid) else { return Ok(Err(TxnError::UnknownId)) };
+                let answer = |t: &crate::ktxn::TxnId| {
+                    if bump {
+                        TxnReply::Producer { producer: t.producer, epoch: t.epoch }
+                    } else {
+                        TxnReply::Done
+                    }
+                };
+                // A retried EndTxn whose first try ended it is answered as it was; under
+                // v2 the first try moved the epoch on, so the retry names the one before.
+                let retried = t.open_since.is_none()
+                    && t.last_end == Some(commit)
+                    && t.last_end_by == Some((producer, epoch))
+                    && (t.producer, t.epoch) != (producer, epoch);
+                if retried {
+                    return Ok(Ok(answer(t)));
+                }
                 if let Err(e) = self.owner(&tid, producer, epoch) {
                     return Ok(Err(e));
                 }
                 let t = &self.state.ktxn.ids[&tid];
                 if t.open_since.is_none() {
-                    // A retried EndTxn whose first try ended it is answered as it was.
                     return Ok(match t.last_end {
-                        Some(c) if c == commit => Ok(TxnReply::Done),
+                        Some(c) if c == commit && !bump => Ok(TxnReply::Done),
                         _ => Err(TxnError::InvalidState(format!(
                             "no transaction is open for {tid} to {}",
                             if commit { "commit" } else { "abort" }
                         ))),
                     });
                 }
-                self.end_txn(&tid, commit)?;
-                Ok(Ok(TxnReply::Done))
+                if bump {
+                    let (producer, epoch) = self.next_epoch(&tid);
+                    let timeout_ms = t.timeout_ms;
+                    self.rebirth(&tid, producer, epoch, timeout_ms, Some(commit))?;
+                } else {
+                    self.end_txn(&tid, commit, (producer, epoch))?;
+                }
+                Ok(Ok(answer(&self.state.ktxn.ids[&tid])))
             }
             TxnOp::Expire => self.txn_expire().map(Ok),
         }
@@ -214,31 +265,47 @@ impl Planner {
                         TxnError::Fenced
                     }));
                 }
-                match t.epoch.checked_add(1).filter(|e| *e < i16::MAX) {
-                    Some(e) => (t.producer, e, t.open_since.is_some()),
-                    // The epoch is spent: the id gets a new producer.
-                    None => (self.state.next_producer, 0, t.open_since.is_some()),
-                }
+                let (p, e) = self.next_epoch(&tid);
+                (p, e, t.open_since.is_some())
             }
         };
-        self.rebirth(&tid, producer, epoch, timeout_ms, open)?;
+        self.rebirth(&tid, producer, epoch, timeout_ms, open.then_some(false))?;
         Ok(Ok(TxnReply::Producer { producer, epoch }))
     }
 
-    /// `tid` moves to `producer` at `epoch`, aborting its open transaction if `open`. With
-    /// the same producer the new epoch comes first, so the abort's markers carry it and
-    /// fence the old one; a new producer (the epoch was spent) comes after the abort, whose
-    /// markers must name the producer that wrote the records.
-    fn rebirth(&mut self, tid: &str, producer: i64, epoch: i16, timeout_ms: i32, open: bool) -> Result<(), CoreError> {
+    /// The id's next (producer, epoch): the same producer at the next epoch, or a new
+    /// producer once the epoch is spent.
+    fn next_epoch(&self, tid: &str) -> (i64, i16) {
+        let t = &self.state.ktxn.ids[tid];
+        match t.epoch.checked_add(1).filter(|e| *e < i16::MAX) {
+            Some(e) => (t.producer, e),
+            None => (self.state.next_producer, 0),
+        }
+    }
+
+    /// `tid` moves to `producer` at `epoch`, ending its open transaction if `end` says how
+    /// (Some(true) commit, Some(false) abort). With the same producer the new epoch comes
+    /// first, so the markers carry it and fence the old one; a new producer (the epoch was
+    /// spent) comes after the end, whose markers must name the producer that wrote the
+    /// records.
+    fn rebirth(
+        &mut self,
+        tid: &str,
+        producer: i64,
+        epoch: i16,
+        timeout_ms: i32,
+        end: Option<bool>,
+    ) -> Result<(), CoreError> {
         let same = self.state.ktxn.ids.get(tid).is_some_and(|t| t.producer == producer);
+        let by = self.state.ktxn.ids.get(tid).map_or((producer, epoch), |t| (t.producer, t.epoch));
         let init = Effect::KafkaTxnInit { tid: tid.to_string(), producer, epoch, timeout_ms };
-        if same || !open {
+        if same || end.is_none() {
             self.emit_pub(init.clone())?;
         }
-        if open {
-            self.end_txn(tid, false)?;
+        if let Some(commit) = end {
+            self.end_txn(tid, commit, by)?;
         }
-        if !same && open {
+        if !same && end.is_some() {
             self.emit_pub(init)?;
         }
         Ok(())
@@ -246,7 +313,8 @@ impl Planner {
 
     /// Ends `tid`'s open transaction: a control record in each of its partitions, its
     /// offsets committed (on commit), then the end, all in the entry being planned.
-    fn end_txn(&mut self, tid: &str, commit: bool) -> Result<(), CoreError> {
+    /// `by` is the producer and epoch the client wrote it with, for a retried EndTxn.
+    fn end_txn(&mut self, tid: &str, commit: bool, by: (i64, i16)) -> Result<(), CoreError> {
         let t = self.state.ktxn.ids[tid].clone();
         // Checked before the first effect: every partition still exists.
         let parts: Vec<PartId> = t.parts.iter().copied().filter(|p| self.state.parts.contains_key(p)).collect();
@@ -278,7 +346,7 @@ impl Planner {
                 }
             }
         }
-        self.emit_pub(Effect::KafkaTxnEnd { tid: tid.to_string(), commit })
+        self.emit_pub(Effect::KafkaTxnEnd { tid: tid.to_string(), commit, by })
     }
 
     fn txn_expire(&mut self) -> Planned<TxnReply> {
@@ -309,7 +377,7 @@ impl Planner {
                 None => (self.state.next_producer, 0),
             };
             let timeout_ms = t.timeout_ms;
-            self.rebirth(&tid, producer, epoch, timeout_ms, true)?;
+            self.rebirth(&tid, producer, epoch, timeout_ms, Some(false))?;
         }
         for tid in idle {
             self.emit_pub(Effect::KafkaTxnForget { tid })?;

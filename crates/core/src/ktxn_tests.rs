@@ -33,6 +33,7 @@ impl Fixture {
             create: false,
             producer_expiry: crate::kafka_ops::DEFAULT_PRODUCER_EXPIRY,
             txn_id: txn_id.map(str::to_string),
+            implicit_txn: false,
         });
         self.done();
         r.unwrap()
@@ -63,7 +64,7 @@ impl Fixture {
         (producer, epoch): (i64, i16),
         commit: bool,
     ) -> Result<TxnReply, TxnError> {
-        self.txn(now, TxnOp::End { tid: tid.into(), producer, epoch, commit })
+        self.txn(now, TxnOp::End { tid: tid.into(), producer, epoch, commit, bump: false })
     }
 
     fn part(&self, name: &str) -> &crate::partition::Partition {
@@ -91,8 +92,15 @@ fn a_commit_is_one_entry_with_its_markers_and_its_offsets() {
     assert_eq!(f.produce_to(4 * S, "0", txn_batch(3, pe.0, pe.1, 0), Some("x")), O::Appended { base_offset: 0 });
     assert_eq!(f.produce_to(4 * S, "1", txn_batch(1, pe.0, pe.1, 0), Some("x")), O::Appended { base_offset: 0 });
     let offs = vec![("in".to_string(), "0".to_string(), 2)];
-    f.txn(5 * S, TxnOp::Offsets { tid: "x".into(), producer: pe.0, epoch: pe.1, group: "g".into(), offsets: offs })
-        .unwrap();
+    let op = TxnOp::Offsets {
+        tid: "x".into(),
+        producer: pe.0,
+        epoch: pe.1,
+        group: "g".into(),
+        offsets: offs,
+        implicit: false,
+    };
+    f.txn(5 * S, op).unwrap();
     // I7: while the transaction is open nothing of it is stable, and no pop delivers it.
     assert_eq!(f.part("0").planned_stable(), 0);
     assert!(f.pop(5 * S, "t", Some("h"), 10).is_none());

@@ -433,6 +433,7 @@ fn kafka_idempotent_producer_drops_retries_and_refuses_gaps() {
             create: false,
             producer_expiry: crate::kafka_ops::DEFAULT_PRODUCER_EXPIRY,
             txn_id: None,
+            implicit_txn: false,
         });
         f.done();
         r.unwrap()
@@ -458,6 +459,7 @@ fn kafka_idempotent_producer_drops_retries_and_refuses_gaps() {
         create: false,
         producer_expiry: crate::kafka_ops::DEFAULT_PRODUCER_EXPIRY,
         txn_id: None,
+        implicit_txn: false,
     });
     assert_eq!(r.unwrap(), O::UnknownTopicOrPartition);
 }

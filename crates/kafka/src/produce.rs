@@ -62,9 +62,16 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
                             create: false,
                             producer_expiry: ctx.cfg.producer_expiry_micros(),
                             txn_id: txn_id.clone(),
+                            implicit_txn: version >= 12,
                         };
                         // Keep the raw bytes (a cheap Bytes clone) for the auto-create retry.
-                        let raw = (t.name.to_string(), p.index, p.records.clone().unwrap_or_default(), txn_id.clone());
+                        let raw = (
+                            t.name.to_string(),
+                            p.index,
+                            p.records.clone().unwrap_or_default(),
+                            txn_id.clone(),
+                            version,
+                        );
                         calls.push((slots.len(), raw, ctx.engine.produce(r)));
                     }
                     Err(BatchError::Corrupt(m)) => {
@@ -142,7 +149,7 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
 /// partition is one a new topic would have.
 async fn retry_with_create(
     ctx: &Ctx,
-    (topic, index, records, txn_id): (String, i32, bytes::Bytes, Option<String>),
+    (topic, index, records, txn_id, version): (String, i32, bytes::Bytes, Option<String>, i16),
 ) -> Result<ProduceOutcome, baton_core::CoreError> {
     if !ctx.cfg.auto_create || index as u32 >= ctx.cfg.default_partitions.max(1) {
         return Ok(ProduceOutcome::UnknownTopicOrPartition);
@@ -162,6 +169,7 @@ async fn retry_with_create(
                 create: false,
                 producer_expiry: ctx.cfg.producer_expiry_micros(),
                 txn_id,
+                implicit_txn: version >= 12,
             };
             ctx.engine.produce(r).await
         }

@@ -151,6 +151,7 @@ pub async fn txn_offset_commit(ctx: &Ctx, req: TxnOffsetCommitRequest, version: 
         epoch: req.producer_epoch,
         group: req.group_id.0.to_string(),
         offsets,
+        implicit: version >= 5,
     };
     let c = if bad {
         INVALID_REQUEST
@@ -180,17 +181,23 @@ pub async fn txn_offset_commit(ctx: &Ctx, req: TxnOffsetCommitRequest, version: 
 }
 
 pub async fn end_txn(ctx: &Ctx, req: EndTxnRequest, version: i16) -> EndTxnResponse {
+    // v5 is transactions v2: every end moves the id to its next epoch, answered here.
     let op = TxnOp::End {
         tid: tid_of(&req.transactional_id),
         producer: req.producer_id.0,
         epoch: req.producer_epoch,
         commit: req.committed,
+        bump: version >= 5,
     };
-    let c = match run(ctx, op, version >= 2).await {
-        Ok(_) => NONE,
-        Err((c, _)) => c,
-    };
-    EndTxnResponse::default().with_error_code(c).with_producer_id((-1).into()).with_producer_epoch(-1)
+    match run(ctx, op, version >= 2).await {
+        Ok(TxnReply::Producer { producer, epoch }) => {
+            EndTxnResponse::default().with_producer_id(producer.into()).with_producer_epoch(epoch)
+        }
+        Ok(_) => EndTxnResponse::default().with_producer_id((-1).into()).with_producer_epoch(-1),
+        Err((c, _)) => {
+            EndTxnResponse::default().with_error_code(c).with_producer_id((-1).into()).with_producer_epoch(-1)
+        }
+    }
 }
 
 async fn views(ctx: &Ctx, ids: Option<Vec<String>>) -> Result<Vec<baton_core::TxnView>, i16> {

@@ -3,26 +3,26 @@
 //! the table in docs/kafka.md (a unit test keeps the docs in step), so what we
 //! advertise, what we accept and what we document cannot drift apart.
 
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::api_versions_response::{ApiVersion, FinalizedFeatureKey, SupportedFeatureKey};
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 
 /// (API, lowest version, highest version) that Baton answers. Every range lies
 /// inside what the codec can decode (`ApiKey::valid_versions`), so a request
 /// just past our maximum can still be decoded and refused politely.
 ///
-/// Why the caps: Fetch stops at 12 and Produce at 11 because later versions
+/// Why the caps: Fetch stops at 12 and Produce at 12 because later versions
 /// name topics by id only; ListOffsets stops at 6 because 7+ adds lookups by
 /// max timestamp and tiered storage that we do not track; OffsetCommit,
 /// OffsetFetch and InitProducerId stop before the KIP-848/KIP-939 fields;
-/// AddPartitionsToTxn stops at 3 (4+ is broker to broker), and AddOffsetsToTxn,
-/// EndTxn and TxnOffsetCommit at 3, before KIP-890's TRANSACTION_ABORTABLE and
-/// transactions v2, so clients use the transaction protocol of D48.
+/// AddPartitionsToTxn stops at 3 (4+ is broker to broker). Produce 12, EndTxn 5
+/// and TxnOffsetCommit 5 are transactions v2 (KIP-890), which the ApiVersions
+/// answer finalizes as the `transaction.version` feature (D48).
 ///
 /// SaslHandshake and SaslAuthenticate are listed whether or not SASL is
 /// turned on, as a Kafka broker lists them on every listener; without SASL
 /// they answer ILLEGAL_SASL_STATE (see `sasl`).
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, 3, 11),
+    (ApiKey::Produce, 3, 12),
     (ApiKey::Fetch, 4, 12),
     (ApiKey::ListOffsets, 1, 6),
     (ApiKey::Metadata, 0, 12),
@@ -45,9 +45,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::AddPartitionsToTxn, 0, 3),
-    (ApiKey::AddOffsetsToTxn, 0, 3),
-    (ApiKey::EndTxn, 0, 3),
-    (ApiKey::TxnOffsetCommit, 0, 3),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 5),
+    (ApiKey::TxnOffsetCommit, 0, 5),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
     (ApiKey::DeleteRecords, 0, 2),
@@ -74,8 +74,24 @@ pub fn api_versions_response(error_code: i16) -> ApiVersionsResponse {
         .iter()
         .map(|(k, lo, hi)| ApiVersion::default().with_api_key(*k as i16).with_min_version(*lo).with_max_version(*hi))
         .collect();
-    ApiVersionsResponse::default().with_error_code(error_code).with_api_keys(keys)
+    // Clients use transactions v2 (KIP-890) only when the broker finalizes this feature
+    // at 2 (v3+ answers carry it; older ones drop the tagged fields).
+    let name = || kafka_protocol::protocol::StrBytes::from_static_str(TRANSACTION_VERSION);
+    ApiVersionsResponse::default()
+        .with_error_code(error_code)
+        .with_api_keys(keys)
+        .with_supported_features(vec![SupportedFeatureKey::default()
+            .with_name(name())
+            .with_min_version(0)
+            .with_max_version(2)])
+        .with_finalized_features_epoch(1)
+        .with_finalized_features(vec![FinalizedFeatureKey::default()
+            .with_name(name())
+            .with_min_version_level(2)
+            .with_max_version_level(2)])
 }
+
+const TRANSACTION_VERSION: &str = "transaction.version";
 
 /// The table as Markdown, for docs/kafka.md.
 pub fn render_table() -> String {
