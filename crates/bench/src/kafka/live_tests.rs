@@ -66,7 +66,7 @@ fn msgs(prefix: &str, n: u32, partitions: u32) -> Vec<Vec<Msg>> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn produce_consume_commit_e2e_and_no_transactions_on_baton() {
+async fn produce_consume_commit_e2e_and_the_transactional_pipeline_on_baton() {
     let s = start();
 
     // Produce 100 over 2 partitions; consume them all back exactly once.
@@ -117,10 +117,23 @@ async fn produce_consume_commit_e2e_and_no_transactions_on_baton() {
     assert_eq!(m.errors, 0, "{:?}", m.first_error);
     assert_eq!((m.offered, m.produced, m.received, m.duplicates), (200, 200, 200, 0));
 
-    // Kafka transactions are not implemented by Baton: a clear, bounded failure.
+    // The exactly-once pipeline over Kafka transactions (D48): every input consumed once,
+    // one output each, nothing left.
     let p = KafkaPipeline::new(Flavor::BatonKafka, &s.kafka, 1, 1).unwrap();
-    let t0 = Instant::now();
-    let e = p.setup("live-txn", 1).await.expect_err("Baton has no transaction coordinator");
-    assert!(e.0.contains("does not implement Kafka transactions"), "{e}");
-    assert!(t0.elapsed() < Duration::from_secs(40), "took {:?}", t0.elapsed());
+    p.setup("live-txn", 2).await.unwrap();
+    let mut fed = BTreeSet::new();
+    for b in msgs("t", 40, 2) {
+        fed.extend(b.iter().map(|m| m.txid.clone()));
+        p.feed(b).await.unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut done = 0;
+    while done < 40 {
+        assert!(Instant::now() < deadline, "the pipeline took {done} of 40 inputs in 60 s");
+        done += p.step(10).await.unwrap();
+    }
+    let outs: Vec<String> = p.outputs().await.unwrap().into_iter().map(|o| o.txid).collect();
+    assert_eq!(outs.len(), 40, "one output per input, no duplicate");
+    assert_eq!(outs.into_iter().collect::<BTreeSet<_>>(), fed);
+    assert!(p.remaining_inputs().await.unwrap().is_empty());
 }
