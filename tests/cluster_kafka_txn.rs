@@ -7,6 +7,7 @@ mod common;
 mod kafka_util;
 
 use common::cluster::{field, leader, wait_all, wait_known, Cluster};
+use kafka_protocol::messages::*;
 use kafka_util::txn::*;
 use kafka_util::*;
 use std::time::Duration;
@@ -22,6 +23,20 @@ fn a_transaction_open_when_its_leader_dies_commits_on_the_next_leader() {
     rt.block_on(wait_known(&c, &cluster, l));
     let mut k = Kafka::connect(cluster.members[l].kafka);
     assert_eq!(k.metadata(&["ctx"]).topics[0].error_code, 0);
+    // Every member holds every partition: a replication factor up to three is met (Connect
+    // and Streams ask for 3 by default), four is refused.
+    let create = |k: &mut Kafka, t: &str, rf: i16| -> i16 {
+        let req = CreateTopicsRequest::default().with_timeout_ms(5000).with_topics(vec![
+            create_topics_request::CreatableTopic::default()
+                .with_name(topic(t))
+                .with_num_partitions(1)
+                .with_replication_factor(rf),
+        ]);
+        let r: CreateTopicsResponse = k.call(ApiKey::CreateTopics, 5, &req);
+        r.topics[0].error_code
+    };
+    assert_eq!(create(&mut k, "rf3", 3), 0);
+    assert_eq!(create(&mut k, "rf4", 4), 38, "INVALID_REPLICATION_FACTOR");
     let i = init(&mut k, "tx-cluster", 120_000);
     assert_eq!(i.error_code, 0, "{i:?}");
     let (pid, epoch) = (i.producer_id.0, i.producer_epoch);

@@ -58,7 +58,8 @@ pub async fn fetch(ctx: &Ctx, req: FetchRequest, version: i16) -> FetchResponse 
         let bytes: u64 = parts.iter().map(taken_bytes).sum();
         let errors = parts.iter().any(|p| p.error != NONE);
         let now = Instant::now();
-        if bytes >= min_bytes || errors || now >= deadline {
+        // A fetch of nothing (a consumer closing its session) waits for nothing, as in Kafka.
+        if bytes >= min_bytes || errors || now >= deadline || wants.is_empty() {
             break parts;
         }
         let sleep = tokio::time::sleep_until((deadline).into());

@@ -234,8 +234,12 @@ pub async fn create_topics(ctx: &Ctx, req: CreateTopicsRequest, version: i16) ->
             out.push(fail(r, INVALID_PARTITIONS, format!("{n} partitions; 1 to {MAX_PARTITIONS} allowed")));
             continue;
         }
-        if t.replication_factor != -1 && t.replication_factor != 1 {
-            let msg = format!("replication factor {} is not 1, and Baton is one broker", t.replication_factor);
+        // Every member holds every partition (D42): a factor up to the number of members
+        // is met, as a Kafka cluster of that many brokers meets it.
+        let members = ctx.topology().brokers.len() as i16;
+        if t.replication_factor != -1 && !(1..=members).contains(&t.replication_factor) {
+            let msg =
+                format!("replication factor {} is not 1 to {members}, the members Baton has", t.replication_factor);
             out.push(fail(r, INVALID_REPLICATION_FACTOR, msg));
             continue;
         }
