@@ -14,11 +14,14 @@
 # runs each, alternating. Every run verifies exactly once.
 #
 # Before every run a quiet gate waits (at most QUIET_MAX s) for >= QUIET_IDLE %
-# idle; the run records the load average, the CPU seconds of the server and of
-# the driver, and the machine's busy cores (others = busy - server - driver).
+# idle; the run records the load average before it, and the driver measures
+# over its window the CPU of the server (-server-pid), of itself and of the
+# whole machine (others = busy - server - driver).
 #
 # Baton: a copy of target/release/baton at /tmp/baton-bench-helper, HTTP on
-# 127.0.0.1:36632, Kafka on 127.0.0.1:39092, data in /tmp/kt-baton-data, stopped
+# 127.0.0.1:26632, Kafka on 127.0.0.1:29392 (below the ephemeral range: a port
+# in it can be held by one of the previous run's client sockets, and the bind
+# fails), data in /tmp/kt-baton-data, stopped
 # by pid after each run. It answers after the log entry is fdatasync'd.
 # Apache Kafka 4.1.1: scripts/peers/kafka.sh, run from a private copy of the
 # script (/tmp/kt-kafka-root, the same jars, the same server.properties, ports
@@ -45,8 +48,8 @@ MSGS_K10=${MSGS_K10:-1000000}
 RATE_RUNS=${RATE_RUNS:-3}
 QUIET_IDLE=${QUIET_IDLE:-70}
 QUIET_MAX=${QUIET_MAX:-180}
-BATON_HTTP=127.0.0.1:36632
-BATON_KAFKA=127.0.0.1:39092
+BATON_HTTP=127.0.0.1:26632
+BATON_KAFKA=127.0.0.1:29392
 BATON_DATA=/tmp/kt-baton-data
 BATON_BIN=/tmp/baton-bench-helper
 DRIVER=/tmp/kt-bin/kafka-txn
@@ -77,9 +80,6 @@ cp target/release/baton "$BATON_BIN" || exit 1
 } >"$OUT/meta.txt"
 cat "$OUT/meta.txt" >&2
 
-cpu_of() { awk '{print ($14+$15)/100}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-machine() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat; }
-HZ=$(getconf CLK_TCK)
 
 BATON_PID=
 port_busy() { (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null; }
@@ -127,44 +127,34 @@ one_run() {
   else
     addr=127.0.0.1:$KPORT spid=$(cat "$KROOT/.peers/kafka/kafka.pid")
   fi
-  local load m0 s0 m1 s1 t0 t1 line
+  local load t0 t1 line
   load=$(cut -d' ' -f1-3 /proc/loadavg)
-  m0=$(machine) s0=$(cpu_of "$spid") t0=$(date +%s.%N)
+  t0=$(date +%s.%N)
   /usr/bin/time -f '%U %S' -o "$OUT/time-$label" timeout $((DURATION + WARMUP + 400)) "$DRIVER" \
     -brokers "$addr" -label "$broker" -run "$label-$(date +%s)" -partitions "$PARTS" -messages "$msgs" \
-    -k "$k" -workers "$WORKERS" -duration "$DURATION" -warmup "$WARMUP" -rate "$rate" \
+    -k "$k" -workers "$WORKERS" -duration "$DURATION" -warmup "$WARMUP" -rate "$rate" -server-pid "$spid" \
     -max-seconds $((DURATION + WARMUP + 360)) >"$OUT/result-$label.json" 2>"$OUT/driver-$label.log"
   local rc=$?
   line=$(tail -n 1 "$OUT/result-$label.json")
-  m1=$(machine) s1=$(cpu_of "$spid") t1=$(date +%s.%N)
+  t1=$(date +%s.%N)
   if [ "$broker" = baton ]; then
     kill -0 "$BATON_PID" 2>/dev/null || echo "BATON EXITED during $label; log: $OUT/baton-$label.log" >&2
     stop_baton
   fi
   [ -n "$line" ] || line='{"error":"the driver printed no result (see its log)"}'
-  python3 - "$line" "$label" "$load" "$m0" "$m1" "$s0" "$s1" "$t0" "$t1" "$OUT/time-$label" "$HZ" "$rc" >>"$OUT/runs.jsonl" <<'EOF'
+  python3 - "$line" "$label" "$load" "$t0" "$t1" "$rc" >>"$OUT/runs.jsonl" <<'EOF'
 import json, sys
-line, label, load, m0, m1, s0, s1, t0, t1, tf, hz, rc = sys.argv[1:]
+line, label, load, t0, t1, rc = sys.argv[1:]
 d = json.loads(line)
-wall = float(t1) - float(t0)
-b0, i0 = map(float, m0.split()); b1, i1 = map(float, m1.split())
-busy = (b1 - b0) / float(hz) / wall
-try:
-    u, s = map(float, open(tf).read().split()[-2:])
-except Exception:
-    u = s = 0.0
-server = (float(s1) - float(s0)) / wall
-driver = (u + s) / wall
-d.update(tag=label, exit=int(rc), load_before=load, wall_s=round(wall, 2),
-         server_cores=round(server, 2), driver_cores=round(driver, 2), busy_cores=round(busy, 2),
-         others_cores=round(busy - server - driver, 2))
+d.update(tag=label, exit=int(rc), load_before=load, wall_s=round(float(t1) - float(t0), 2))
 print(json.dumps(d))
 EOF
   python3 - "$OUT/runs.jsonl" >&2 <<'EOF'
 import json, sys
 d = json.loads(open(sys.argv[1]).readlines()[-1]); c = d.get("commit", {}); v = d.get("verify", {})
+w = d.get("window_cpu", {})
 print(f"{d['tag']}: {d.get('tx_per_s')} tx/s, commit p50 {c.get('p50_ms')} p99 {c.get('p99_ms')} ms, "
-      f"aborted {d.get('aborted_txns')}, server {d['server_cores']} driver {d['driver_cores']} others {d['others_cores']} cores, "
+      f"aborted {d.get('aborted_txns')}, server {w.get('server_cores')} driver {w.get('driver_cores')} others {w.get('others_cores')} cores, "
       f"load {d['load_before']}; {v.get('summary', d.get('error'))}")
 EOF
 }
@@ -209,31 +199,5 @@ fi
 
 kafka stop >&2
 echo "end: $(date -u +%FT%TZ), uptime: $(uptime)" >>"$OUT/meta.txt"
-python3 - "$OUT/runs.jsonl" >"$OUT/summary.md" <<'EOF'
-import json, sys, statistics
-rows = [json.loads(l) for l in open(sys.argv[1])]
-def med(v): return statistics.median(v) if v else float("nan")
-out = []
-out.append("| run | broker | K | rate target | tx/s | msg/s | commit p50 / p99 ms | aborted | load before | server / driver / others cores | exactly once |")
-out.append("|---|---|---:|---:|---:|---:|---|---:|---|---|---|")
-for r in rows:
-    c = r.get("commit", {}); v = r.get("verify", {})
-    ok = "ok" if v.get("ok") else ("FAILED: " + (v.get("summary") or r.get("error", "no result")))
-    out.append(f"| {r.get('tag')} | {r.get('label')} | {r.get('k')} | {r.get('rate_target') or 'closed'} | {r.get('tx_per_s')} | {r.get('msg_per_s')} | "
-               f"{c.get('p50_ms')} / {c.get('p99_ms')} | {r.get('aborted_txns')} | {r.get('load_before')} | "
-               f"{r.get('server_cores')} / {r.get('driver_cores')} / {r.get('others_cores')} | {ok} ({v.get('exactly_once')} of {v.get('committed_inputs')}) |")
-out.append("")
-out.append("| K | mode | Baton median tx/s (commit p50 / p99) | Kafka median tx/s (commit p50 / p99) | ratio of medians | median of per-run ratios |")
-out.append("|---:|---|---|---|---:|---:|")
-for k in sorted({r.get("k") for r in rows}):
-    for mode in ("closed", "half"):
-        sel = lambda b: [r for r in rows if r.get("label") == b and r.get("k") == k and bool(r.get("rate_target")) == (mode == "half")]
-        B, K = sel("baton"), sel("kafka")
-        if not B and not K: continue
-        f = lambda R: f"{med([r['tx_per_s'] for r in R]):.0f} ({med([r['commit']['p50_ms'] for r in R]):.2f} / {med([r['commit']['p99_ms'] for r in R]):.2f})" if R else "-"
-        ratio = med([r['tx_per_s'] for r in B]) / med([r['tx_per_s'] for r in K]) if B and K else float("nan")
-        pr = [b["tx_per_s"] / q["tx_per_s"] for b, q in zip(B, K) if q.get("tx_per_s")]
-        out.append(f"| {k} | {mode if mode == 'closed' else 'open loop at half its own max'} | {f(B)} | {f(K)} | {ratio:.2f} | {med(pr):.2f} |")
-print("\n".join(out))
-EOF
+python3 docs/benchmarks/tools/kafka-txn/summary.py "$OUT/runs.jsonl" >"$OUT/summary.md"
 cat "$OUT/summary.md"

@@ -48,6 +48,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 var (
@@ -68,6 +69,8 @@ var (
 	logLevel    = flag.String("log", "warn", "franz-go log level on stderr: none, error, warn, info, debug")
 	skipSeed    = flag.Bool("no-seed", false, "do not create or seed topics (they exist from an earlier -run)")
 	skipVerify  = flag.Bool("no-verify", false, "skip the verification")
+	txnV1       = flag.Bool("txn-v1", false, "cap Produce at v11, TxnOffsetCommit and EndTxn at v4, so the client runs transactions v1 (AddPartitionsToTxn, AddOffsetsToTxn) even where the broker offers KIP-890 part 2")
+	serverPid   = flag.Int("server-pid", 0, "the broker's pid on this machine: its CPU in the window is reported")
 	fillWait    = flag.Duration("fill-wait", time.Millisecond, "with -k > 1: how long a transaction waits for more records when the first poll gave fewer than k")
 	topicPrefix = "kt-"
 )
@@ -91,10 +94,18 @@ func kgoLogLevel() kgo.LogLevel {
 }
 
 func baseOpts(who string) []kgo.Opt {
-	return []kgo.Opt{
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(strings.Split(*brokers, ",")...),
 		kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgoLogLevel(), func() string { return "[" + who + "] " })),
 	}
+	if *txnV1 {
+		v := kversion.Stable()
+		v.SetMaxKeyVersion(int16(kmsg.Produce), 11)
+		v.SetMaxKeyVersion(int16(kmsg.TxnOffsetCommit), 4)
+		v.SetMaxKeyVersion(int16(kmsg.EndTxn), 4)
+		opts = append(opts, kgo.MaxVersions(v))
+	}
+	return opts
 }
 
 // ---------------------------------------------------------------- samples
@@ -405,6 +416,7 @@ type runState struct {
 	allMsgs      atomic.Int64
 	allAborted   atomic.Int64
 	late         atomic.Int64 // open loop: transactions begun > 1 ms after due (in window)
+	rebased      atomic.Int64 // open loop: a worker > 1 s behind dropped its missed slots (in window)
 	emptyPolls   atomic.Int64 // polls that gave nothing (in window)
 	firstCommit  []atomic.Bool
 	commitLat    samples // End(TryCommit) duration, committed ones, in window
@@ -424,13 +436,28 @@ func (st *runState) noteErr(s string) {
 	}
 }
 
-func worker(ctx context.Context, st *runState, i int, sess *kgo.GroupTransactSession, out string, due func(n int) time.Time) {
-	n := 0
+// pacer: one worker's open-loop schedule, a transaction due every interval.
+// A worker more than a second behind (start-up, a rebalance, a stall) drops
+// the slots it missed and starts again from now, so it never bursts to catch
+// up; the drops are counted (rebased).
+type pacer struct {
+	interval time.Duration
+	next     time.Time
+}
+
+func worker(ctx context.Context, st *runState, i int, sess *kgo.GroupTransactSession, out string, pace *pacer) {
 	for !st.stop.Load() && ctx.Err() == nil {
 		var dueAt time.Time
-		if due != nil {
-			dueAt = due(n)
-			n++
+		if pace != nil {
+			now := time.Now()
+			if behind := now.Sub(pace.next); behind > time.Second {
+				if st.measuring.Load() {
+					st.rebased.Add(1)
+				}
+				pace.next = now
+			}
+			dueAt = pace.next
+			pace.next = pace.next.Add(pace.interval)
 			if d := time.Until(dueAt); d > 0 {
 				select {
 				case <-time.After(d):
@@ -509,7 +536,7 @@ func worker(ctx context.Context, st *runState, i int, sess *kgo.GroupTransactSes
 				st.winMsgs.Add(int64(len(recs)))
 				st.commitLat.add(done.Sub(t0))
 				st.txnLat.add(done.Sub(polled))
-				if due != nil {
+				if pace != nil {
 					st.dueLat.add(done.Sub(dueAt))
 				}
 			}
@@ -550,188 +577,6 @@ type verifyResult struct {
 	Seconds          float64 `json:"seconds"`
 }
 
-// readAll reads partitions 0..n-1 of topic from the start; per partition it
-// stops once done(partition, record) says so for a record; it gives up after
-// timeout and returns how many partitions never finished.
-func readAll(ctx context.Context, topic string, n int, committed bool, timeout time.Duration,
-	each func(*kgo.Record), need map[int32]bool) (int, error) {
-	offs := map[string]map[int32]kgo.Offset{topic: {}}
-	for p := 0; p < n; p++ {
-		offs[topic][int32(p)] = kgo.NewOffset().AtStart()
-	}
-	opts := append(baseOpts("verify"), kgo.ConsumePartitions(offs))
-	if committed {
-		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	} else {
-		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
-	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return n, err
-	}
-	defer cl.Close()
-	deadline := time.Now().Add(timeout)
-	for len(need) > 0 && time.Now().Before(deadline) {
-		pc, cancel := context.WithTimeout(ctx, time.Second)
-		fs := cl.PollFetches(pc)
-		cancel()
-		var perr error
-		fs.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && perr == nil {
-				perr = fmt.Errorf("reading %s[%d]: %w", t, p, err)
-			}
-		})
-		if perr != nil {
-			return len(need), perr
-		}
-		fs.EachRecord(each)
-	}
-	return len(need), nil
-}
-
-func verify(ctx context.Context, in, out, group string) verifyResult {
-	start := time.Now()
-	res := verifyResult{Seeded: *messages}
-	fail := func(err error) verifyResult {
-		res.Error = err.Error()
-		res.Summary = "verification could not finish: " + err.Error()
-		res.Seconds = time.Since(start).Seconds()
-		return res
-	}
-	admin, err := kgo.NewClient(append(baseOpts("verify-admin"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchCompression(kgo.NoCompression()))...)
-	if err != nil {
-		return fail(err)
-	}
-	defer admin.Close()
-	committedOff, err := groupOffsets(ctx, admin, group, in, *partitions)
-	if err != nil {
-		return fail(err)
-	}
-	inEnd, err := listOffsets(ctx, admin, in, *partitions, false)
-	if err != nil {
-		return fail(err)
-	}
-	// Sentinels: one non-transactional record per output partition, after
-	// everything the workers wrote. A read_committed reader that reaches it
-	// has seen every committed output of that partition.
-	sentinel := []byte("sentinel-" + group)
-	for p := 0; p < *partitions; p++ {
-		admin.Produce(ctx, &kgo.Record{Topic: out, Partition: int32(p), Value: sentinel}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				res.Error = "sentinel: " + err.Error()
-			}
-		})
-	}
-	if err := admin.Flush(ctx); err != nil {
-		return fail(err)
-	}
-	if res.Error != "" {
-		return fail(errors.New(res.Error))
-	}
-
-	// Input: (partition, offset) -> id, below each partition's end.
-	type loc struct {
-		p int32
-		o int64
-	}
-	inputID := map[loc]int{}
-	seenIn := map[int]bool{}
-	needIn := map[int32]bool{}
-	for p, e := range inEnd {
-		if e > 0 {
-			needIn[p] = true
-		}
-	}
-	left, err := readAll(ctx, in, *partitions, false, 120*time.Second, func(r *kgo.Record) {
-		id, ok := idOf(r.Value)
-		if !ok {
-			res.BadValue++
-		} else {
-			if seenIn[id] {
-				res.InputDupIDs++
-			}
-			seenIn[id] = true
-			inputID[loc{r.Partition, r.Offset}] = id
-		}
-		res.InputRead++
-		if r.Offset+1 >= inEnd[r.Partition] {
-			delete(needIn, r.Partition)
-		}
-	}, needIn)
-	if err != nil {
-		return fail(err)
-	}
-	if left > 0 {
-		return fail(fmt.Errorf("input: %d partitions not read to their end in 120 s", left))
-	}
-	expected := map[int]int32{} // id -> partition
-	for l, id := range inputID {
-		if l.o < committedOff[l.p] {
-			expected[id] = l.p
-		} else {
-			res.Remaining++
-		}
-	}
-	res.CommittedInputs = len(expected)
-
-	// Output, read_committed, up to the sentinels.
-	count := map[int]int{}
-	needOut := map[int32]bool{}
-	for p := 0; p < *partitions; p++ {
-		needOut[int32(p)] = true
-	}
-	left, err = readAll(ctx, out, *partitions, true, 120*time.Second, func(r *kgo.Record) {
-		if string(r.Value) == string(sentinel) {
-			delete(needOut, r.Partition)
-			return
-		}
-		res.OutputRead++
-		id, ok := idOf(r.Value)
-		if !ok {
-			res.BadValue++
-			return
-		}
-		count[id]++
-		if p, ok := expected[id]; ok && p != r.Partition && count[id] == 1 {
-			res.WrongPartition++
-		}
-	}, needOut)
-	if err != nil {
-		return fail(err)
-	}
-	res.SentinelsMissing = left
-	for id := range expected {
-		switch c := count[id]; {
-		case c == 0:
-			res.Missing++
-		case c == 1:
-			res.Exact++
-		default:
-			res.Duplicated++
-		}
-	}
-	for id := range count {
-		if _, ok := expected[id]; !ok {
-			res.Unexpected++
-		}
-	}
-	res.OK = left == 0 && res.Missing == 0 && res.Duplicated == 0 && res.Unexpected == 0 &&
-		res.WrongPartition == 0 && res.BadValue == 0 && res.InputDupIDs == 0 && res.InputRead == *messages &&
-		(*duration > 0 || res.Remaining == 0)
-	verdict := "exactly-once ok"
-	if !res.OK {
-		verdict = "exactly-once FAILED"
-	}
-	res.Summary = fmt.Sprintf("%s: %d seeded, %d read back from the input, %d committed by the group, %d remaining; %d outputs read_committed: %d exactly once, %d missing, %d duplicated, %d unexpected, %d in the wrong partition; %d partitions without their sentinel",
-		verdict, *messages, res.InputRead, res.CommittedInputs, res.Remaining, res.OutputRead, res.Exact, res.Missing, res.Duplicated, res.Unexpected, res.WrongPartition, left)
-	res.Seconds = time.Since(start).Seconds()
-	return res
-}
-
-// ---------------------------------------------------------------- main
-
 func main() {
 	flag.Parse()
 	if *runID == "" {
@@ -749,7 +594,7 @@ func main() {
 		"label": *label, "brokers": *brokers, "run": *runID, "k": *k, "workers": *workers,
 		"partitions": *partitions, "messages": *messages, "value_size": *valueSize,
 		"duration_s": *duration, "warmup_s": *warmup, "rate_target": *rate,
-		"client": "franz-go v1.22.3 GroupTransactSession",
+		"client": "franz-go v1.22.3 GroupTransactSession", "txn_v1_forced": *txnV1,
 	}
 	exit := 0
 	emit := func() {
@@ -819,15 +664,14 @@ func main() {
 	var wg sync.WaitGroup
 	startAll := time.Now()
 	for i, s := range sessions {
-		var d func(int) time.Time
+		var d *pacer
 		if *rate > 0 {
 			interval := time.Duration(float64(*workers) / *rate * float64(time.Second))
 			// Stagger the workers' schedules over one interval.
-			base := startAll.Add(time.Duration(i) * interval / time.Duration(*workers))
-			d = func(n int) time.Time { return base.Add(time.Duration(n) * interval) }
+			d = &pacer{interval: interval, next: startAll.Add(time.Duration(i) * interval / time.Duration(*workers))}
 		}
 		wg.Add(1)
-		go func(i int, s *kgo.GroupTransactSession, d func(int) time.Time) {
+		go func(i int, s *kgo.GroupTransactSession, d *pacer) {
 			defer wg.Done()
 			worker(ctx, st, i, s, out, d)
 		}(i, s, d)
@@ -860,6 +704,7 @@ func main() {
 	}
 	time.Sleep(time.Duration(*warmup * float64(time.Second)))
 	result["assigned_at_window_start"] = assigned.Load()
+	cpu0 := sampleCPU()
 	winStart := time.Now()
 	st.measuring.Store(true)
 	if *duration > 0 {
@@ -876,6 +721,7 @@ func main() {
 		st.measuring.Store(false)
 	}
 	window := time.Since(winStart).Seconds()
+	cpu1 := sampleCPU()
 	logf("window closed after %.1f s; stopping workers", window)
 	stopped := make(chan struct{})
 	go func() { wg.Wait(); close(stopped) }()
@@ -898,6 +744,7 @@ func main() {
 	result["committed_msgs"] = st.winMsgs.Load()
 	result["aborted_txns"] = st.winAborted.Load()
 	result["tx_per_s"] = math.Round(float64(wc)/window*10) / 10
+	result["window_cpu"] = cpuSummary(cpu0, cpu1, window, wc)
 	result["msg_per_s"] = math.Round(float64(st.winMsgs.Load())/window*10) / 10
 	if wc > 0 {
 		result["msgs_per_txn"] = math.Round(float64(st.winMsgs.Load())/float64(wc)*100) / 100
@@ -911,6 +758,7 @@ func main() {
 	if *rate > 0 {
 		result["due_to_commit"] = st.dueLat.summary()
 		result["late_starts"] = st.late.Load()
+		result["rebased"] = st.rebased.Load()
 	}
 	reqs := map[string]pct{}
 	for key, s := range hook.lat {
@@ -938,3 +786,13 @@ func main() {
 	}
 	emit()
 }
+
+// ---------------------------------------------------------------- cpu
+
+type cpuSample struct {
+	self, server    float64 // seconds of user+system time
+	busy, total     float64 // machine: busy and all jiffies
+	serverOK, sysOK bool
+}
+
+var clkTck = 100.0 // USER_HZ; Linux reports /proc times in it (100 on every usual build)
