@@ -294,6 +294,24 @@ pub async fn expire(ctx: &Ctx) {
     }
 }
 
+/// The two config-altering APIs answer per resource with the same shape in two generated
+/// types: one error for every resource of the request.
+macro_rules! config_errors {
+    ($resp:ident, $module:ident, $req:expr, $code:expr) => {
+        $resp::default().with_responses(
+            $req.resources
+                .iter()
+                .map(|c| {
+                    $module::AlterConfigsResourceResponse::default()
+                        .with_error_code($code)
+                        .with_resource_type(c.resource_type)
+                        .with_resource_name(c.resource_name.clone())
+                })
+                .collect(),
+        )
+    };
+}
+
 /// Error answers for the transaction and admin APIs (see `errors::error_response`).
 pub fn error_response(req: &RequestKind, code: i16) -> Option<ResponseKind> {
     use RequestKind as Q;
@@ -356,32 +374,13 @@ pub fn error_response(req: &RequestKind, code: i16) -> Option<ResponseKind> {
         Q::ListTransactions(_) => R::ListTransactions(ListTransactionsResponse::default().with_error_code(code)),
         Q::DescribeCluster(_) => R::DescribeCluster(DescribeClusterResponse::default().with_error_code(code)),
         Q::OffsetDelete(_) => R::OffsetDelete(OffsetDeleteResponse::default().with_error_code(code)),
-        Q::AlterConfigs(r) => R::AlterConfigs(
-            AlterConfigsResponse::default().with_responses(
-                r.resources
-                    .iter()
-                    .map(|c| {
-                        alter_configs_response::AlterConfigsResourceResponse::default()
-                            .with_error_code(code)
-                            .with_resource_type(c.resource_type)
-                            .with_resource_name(c.resource_name.clone())
-                    })
-                    .collect(),
-            ),
-        ),
-        Q::IncrementalAlterConfigs(r) => R::IncrementalAlterConfigs(
-            IncrementalAlterConfigsResponse::default().with_responses(
-                r.resources
-                    .iter()
-                    .map(|c| {
-                        incremental_alter_configs_response::AlterConfigsResourceResponse::default()
-                            .with_error_code(code)
-                            .with_resource_type(c.resource_type)
-                            .with_resource_name(c.resource_name.clone())
-                    })
-                    .collect(),
-            ),
-        ),
+        Q::AlterConfigs(r) => R::AlterConfigs(config_errors!(AlterConfigsResponse, alter_configs_response, r, code)),
+        Q::IncrementalAlterConfigs(r) => R::IncrementalAlterConfigs(config_errors!(
+            IncrementalAlterConfigsResponse,
+            incremental_alter_configs_response,
+            r,
+            code
+        )),
         Q::DeleteRecords(r) => R::DeleteRecords(
             DeleteRecordsResponse::default().with_topics(
                 r.topics
@@ -406,4 +405,28 @@ pub fn error_response(req: &RequestKind, code: i16) -> Option<ResponseKind> {
         ),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A member that does not lead answers every resource of a config change with the code.
+    #[test]
+    fn config_changes_get_one_error_per_resource() {
+        let res = |n: &str| {
+            alter_configs_request::AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(kafka_protocol::protocol::StrBytes::from_string(n.to_string()))
+        };
+        let req = RequestKind::AlterConfigs(AlterConfigsRequest::default().with_resources(vec![res("a"), res("b")]));
+        let Some(ResponseKind::AlterConfigs(r)) = error_response(&req, 41) else { panic!("no answer") };
+        let got: Vec<_> = r.responses.iter().map(|x| (x.resource_name.to_string(), x.error_code)).collect();
+        assert_eq!(got, vec![("a".to_string(), 41), ("b".to_string(), 41)]);
+        let inc = RequestKind::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::default().with_resources(vec![
+            incremental_alter_configs_request::AlterConfigsResource::default().with_resource_type(2),
+        ]));
+        let Some(ResponseKind::IncrementalAlterConfigs(r)) = error_response(&inc, 41) else { panic!("no answer") };
+        assert_eq!(r.responses.iter().map(|x| x.error_code).collect::<Vec<_>>(), vec![41]);
+    }
 }
