@@ -102,6 +102,12 @@ pub async fn add_partitions(ctx: &Ctx, req: AddPartitionsToTxnRequest, version: 
         run(ctx, op, version >= 2).await.map(|_| ())
     };
     // The request is added whole or not at all, so every partition carries its outcome.
+    let c = outcome.map_or_else(|(c, _)| c, |_| NONE);
+    add_partitions_answer(&req, c)
+}
+
+/// Every partition of the request, each with `code`.
+fn add_partitions_answer(req: &AddPartitionsToTxnRequest, code: i16) -> AddPartitionsToTxnResponse {
     let results = req
         .v3_and_below_topics
         .iter()
@@ -110,8 +116,9 @@ pub async fn add_partitions(ctx: &Ctx, req: AddPartitionsToTxnRequest, version: 
                 .partitions
                 .iter()
                 .map(|p| {
-                    let c = outcome.as_ref().map_or_else(|(c, _)| *c, |_| NONE);
-                    AddPartitionsToTxnPartitionResult::default().with_partition_index(*p).with_partition_error_code(c)
+                    AddPartitionsToTxnPartitionResult::default()
+                        .with_partition_index(*p)
+                        .with_partition_error_code(code)
                 })
                 .collect();
             AddPartitionsToTxnTopicResult::default().with_name(t.name.clone()).with_results_by_partition(by_partition)
@@ -161,6 +168,11 @@ pub async fn txn_offset_commit(ctx: &Ctx, req: TxnOffsetCommitRequest, version: 
             Err((c, _)) => c,
         }
     };
+    txn_offsets_answer(&req, c)
+}
+
+/// Every partition of the request, each with `code`.
+fn txn_offsets_answer(req: &TxnOffsetCommitRequest, code: i16) -> TxnOffsetCommitResponse {
     let topics = req
         .topics
         .iter()
@@ -171,7 +183,7 @@ pub async fn txn_offset_commit(ctx: &Ctx, req: TxnOffsetCommitRequest, version: 
                     .map(|p| {
                         TxnOffsetCommitResponsePartition::default()
                             .with_partition_index(p.partition_index)
-                            .with_error_code(c)
+                            .with_error_code(code)
                     })
                     .collect(),
             )
@@ -317,48 +329,12 @@ pub fn error_response(req: &RequestKind, code: i16) -> Option<ResponseKind> {
     use RequestKind as Q;
     use ResponseKind as R;
     Some(match req {
-        Q::AddPartitionsToTxn(r) => R::AddPartitionsToTxn(
-            AddPartitionsToTxnResponse::default().with_error_code(code).with_results_by_topic_v3_and_below(
-                r.v3_and_below_topics
-                    .iter()
-                    .map(|t| {
-                        AddPartitionsToTxnTopicResult::default().with_name(t.name.clone()).with_results_by_partition(
-                            t.partitions
-                                .iter()
-                                .map(|p| {
-                                    AddPartitionsToTxnPartitionResult::default()
-                                        .with_partition_index(*p)
-                                        .with_partition_error_code(code)
-                                })
-                                .collect(),
-                        )
-                    })
-                    .collect(),
-            ),
-        ),
+        Q::AddPartitionsToTxn(r) => R::AddPartitionsToTxn(add_partitions_answer(r, code).with_error_code(code)),
         Q::AddOffsetsToTxn(_) => R::AddOffsetsToTxn(AddOffsetsToTxnResponse::default().with_error_code(code)),
         Q::EndTxn(_) => R::EndTxn(
             EndTxnResponse::default().with_error_code(code).with_producer_id((-1).into()).with_producer_epoch(-1),
         ),
-        Q::TxnOffsetCommit(r) => R::TxnOffsetCommit(
-            TxnOffsetCommitResponse::default().with_topics(
-                r.topics
-                    .iter()
-                    .map(|t| {
-                        TxnOffsetCommitResponseTopic::default().with_name(t.name.clone()).with_partitions(
-                            t.partitions
-                                .iter()
-                                .map(|p| {
-                                    TxnOffsetCommitResponsePartition::default()
-                                        .with_partition_index(p.partition_index)
-                                        .with_error_code(code)
-                                })
-                                .collect(),
-                        )
-                    })
-                    .collect(),
-            ),
-        ),
+        Q::TxnOffsetCommit(r) => R::TxnOffsetCommit(txn_offsets_answer(r, code)),
         Q::DescribeTransactions(r) => R::DescribeTransactions(
             DescribeTransactionsResponse::default().with_transaction_states(
                 r.transactional_ids
