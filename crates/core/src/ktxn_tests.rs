@@ -266,3 +266,59 @@ fn replay_rebuilds_the_same_transaction_state() {
     assert_eq!(f.part("0").txns.aborted_in(0, 10), vec![(a.0, 0)], "{:?}", f.part("0").txns);
     assert!(f.p.state.ktxn.ids["a"].open_since.is_none());
 }
+
+#[test]
+fn a_spent_epoch_gives_the_id_a_new_producer_and_aborts_under_the_old_one() {
+    let mut f = Fixture::new();
+    f.topic(S, 1);
+    let old = f.init(S, "x", 60_000);
+    f.p.state.ktxn.ids.get_mut("x").unwrap().epoch = i16::MAX - 1;
+    let worn = (old.0, i16::MAX - 1);
+    f.add(S, "x", worn, &["0"]).unwrap();
+    assert!(matches!(f.produce_to(S, "0", txn_batch(1, worn.0, worn.1, 0), Some("x")), O::Appended { .. }));
+    let new = f.init(2 * S, "x", 60_000);
+    assert_ne!(new.0, old.0, "a new producer id");
+    assert_eq!(new.1, 0);
+    // The abort's marker names the producer that wrote the records, so readers drop them.
+    assert_eq!(f.part("0").txns.aborted_in(0, 10), vec![(old.0, 0)]);
+    assert!(f.part("0").txns.open.is_empty());
+    assert_eq!(f.p.state.ktxn.by_producer.get(&new.0).map(String::as_str), Some("x"));
+    assert!(!f.p.state.ktxn.by_producer.contains_key(&old.0), "the spent producer is no one's");
+    assert_eq!(f.add(3 * S, "x", worn, &["0"]), Err(TxnError::ProducerIdMismatch));
+}
+
+#[test]
+fn a_partition_at_its_aborted_bound_takes_no_new_transaction_but_ends_open_ones() {
+    let mut f = Fixture::new();
+    f.p.limits.max_aborted_txns = 1;
+    f.topic(S, 1);
+    let a = f.init(S, "a", 2_000);
+    let b = f.init(S, "b", 60_000);
+    f.add(S, "a", a, &["0"]).unwrap();
+    f.add(S, "b", b, &["0"]).unwrap();
+    f.produce_to(S, "0", txn_batch(1, a.0, a.1, 0), Some("a"));
+    f.produce_to(S, "0", txn_batch(1, b.0, b.1, 0), Some("b"));
+    f.end(2 * S, "b", b, false).unwrap();
+    assert!(matches!(f.add(2 * S, "b", b, &["0"]), Err(TxnError::TooMany(_))), "the bound is hit");
+    let mut implicit = ProduceRequest {
+        topic: "t".into(),
+        partition: "0".into(),
+        batches: vec![txn_batch(1, b.0, b.1, 1)],
+        create: false,
+        producer_expiry: crate::kafka_ops::DEFAULT_PRODUCER_EXPIRY,
+        txn_id: Some("b".into()),
+        implicit_txn: true,
+    };
+    let r = f.at(2 * S).produce(implicit.clone()).unwrap();
+    f.done();
+    assert!(matches!(r, O::InvalidTxnState(_)), "nor through a v2 produce: {r:?}");
+    // A transaction already open here still ends, past the bound: its timeout aborts it.
+    assert_eq!(f.txn(4 * S, TxnOp::Expire), Ok(TxnReply::Expired(1)));
+    assert_eq!(f.part("0").txns.aborted.len(), 2);
+    assert_eq!(f.part("0").planned_stable(), f.part("0").end);
+    implicit.batches = vec![txn_batch(1, b.0, b.1, 1)];
+    let end = f.part("0").end;
+    let _ = f.at(5 * S).produce(implicit);
+    f.done();
+    assert_eq!(f.part("0").end, end, "still refused, nothing stored");
+}
