@@ -82,10 +82,6 @@ fn producer_of(b: &[u8]) -> (i64, i16, i32) {
     (pid, epoch, seq)
 }
 
-fn transactional(b: &[u8]) -> bool {
-    i16::from_be_bytes([b[21], b[22]]) & baton_wire::ATTR_TRANSACTIONAL != 0
-}
-
 /// `seq` moved on by `n`, as Kafka counts: after i32::MAX comes 0.
 pub fn next_seq(seq: i32, n: u32) -> i32 {
     ((seq as i64 + n as i64) % (i32::MAX as i64 + 1)) as i32
@@ -209,7 +205,7 @@ impl Planner {
             baton_wire::set_base_offset(&mut b, base);
             let name = p.name.clone();
             let txids = (0..count as u64).map(|i| self.state.txid_hash(&format!("{name}-{}", base + i))).collect();
-            let txn = transactional(&b);
+            let txn = baton_wire::is_transactional(&b);
             self.emit_pub(Effect::Append { part, count, txids, dedup: Vec::new(), batch: b.into() })?;
             if let Some((producer, epoch, first_seq, last_seq)) = seq {
                 self.emit_pub(Effect::ProducerSeq { part, producer, epoch, first_seq, last_seq, base_offset: base })?;
@@ -245,7 +241,7 @@ impl Planner {
         implicit: bool,
     ) -> Result<Option<String>, ProduceOutcome> {
         let owner = self.state.ktxn.by_producer.get(&pid);
-        if !transactional(b) {
+        if !baton_wire::is_transactional(b) {
             return match owner {
                 Some(t) => Err(ProduceOutcome::InvalidTxnState(format!(
                     "producer {pid} is transactional id {t}'s: its batches must be transactional"

@@ -24,10 +24,6 @@ struct Slot {
     base_offset: i64,
 }
 
-fn transactional(b: &[u8]) -> bool {
-    i16::from_be_bytes([b[21], b[22]]) & baton_wire::ATTR_TRANSACTIONAL != 0
-}
-
 /// `None` for acks=0: the client waits for nothing.
 pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<ProduceResponse> {
     let acks = req.acks;
@@ -51,7 +47,7 @@ pub async fn produce(ctx: &Ctx, req: ProduceRequest, version: i16) -> Option<Pro
                         slot.message = Some(format!("record batch of {len} bytes is over max.message.bytes ({max})"));
                     }
                     // As Kafka answers: transactional records need the request's transactional id.
-                    Ok(batches) if txn_id.is_none() && batches.iter().any(|b| transactional(b)) => {
+                    Ok(batches) if txn_id.is_none() && batches.iter().any(|b| baton_wire::is_transactional(b)) => {
                         slot.error = TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
                     }
                     Ok(batches) => {

@@ -13,13 +13,12 @@
 //! module must never allocate in proportion to a count or length the client
 //! claims, and never expand a batch past `max_uncompressed` bytes.
 
+use baton_wire::{ATTR_CONTROL, ATTR_TRANSACTIONAL};
 use std::io::{self, BufRead, BufReader, Read};
 
 /// Fixed v2 batch header, up to and including the record count.
 pub const BATCH_HEADER_LEN: usize = 61;
 const ATTR_COMPRESSION_MASK: i16 = 0x07;
-const ATTR_TRANSACTIONAL: i16 = 0x10;
-const ATTR_CONTROL: i16 = 0x20;
 /// The smallest record body: attributes, timestamp delta, offset delta, key
 /// length, value length and header count, one byte each.
 const MIN_RECORD_BODY: i64 = 6;

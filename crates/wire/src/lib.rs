@@ -9,6 +9,6 @@ pub mod records;
 pub use read::{decode_batches_where, Checked};
 
 pub use records::{
-    control_batch, decode_batches, encode_batch, set_base_offset, BatchHeader, NewRecord, StoredRecord, WireError,
-    ATTR_CONTROL, ATTR_TRANSACTIONAL,
+    control_batch, decode_batches, encode_batch, is_transactional, set_base_offset, BatchHeader, NewRecord,
+    StoredRecord, WireError, ATTR_CONTROL, ATTR_TRANSACTIONAL,
 };

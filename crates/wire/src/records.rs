@@ -104,6 +104,11 @@ pub const ATTR_TRANSACTIONAL: i16 = 0x10;
 /// Batch attributes: the batch holds one control record (a transaction marker).
 pub const ATTR_CONTROL: i16 = 0x20;
 
+/// Whether a whole v2 batch (header checked) belongs to a transaction.
+pub fn is_transactional(batch: &[u8]) -> bool {
+    i16::from_be_bytes([batch[21], batch[22]]) & ATTR_TRANSACTIONAL != 0
+}
+
 /// The control batch that ends `producer`'s transaction in a partition (a commit or abort
 /// marker, as Kafka's transaction coordinator writes them), base offset 0. Its one record's
 /// key is (version 0, type 1 commit / 0 abort) and its value (version 0, coordinator
