@@ -47,6 +47,8 @@ mod ktxn_tests;
 #[cfg(test)]
 mod kv_tests;
 #[cfg(test)]
+mod plan_i5_tests;
+#[cfg(test)]
 mod plan_props;
 #[cfg(test)]
 mod plan_tests;

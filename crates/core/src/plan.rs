@@ -306,7 +306,12 @@ impl Planner {
                 .iter()
                 .zip(&keep)
                 .filter(|(_, k)| **k)
-                .map(|(r, _)| baton_wire::NewRecord { key: None, value: &r.value, txid: Some(&r.txid) })
+                .map(|(r, _)| baton_wire::NewRecord {
+                    key: None,
+                    value: &r.value,
+                    txid: Some(&r.txid),
+                    trace: r.trace.as_deref(),
+                })
                 .collect();
             match baton_wire::encode_batch(&recs, (now / 1000) as i64) {
                 Ok(b) => b,
@@ -661,15 +666,16 @@ impl Planner {
         Ok(expires)
     }
 
-    /// I5 across terms (D41): a new leader treats every lease it inherits as live for a full
-    /// lease time from its own first plan, so a lease a consumer holds never ends early
-    /// because this leader's clock runs ahead of the last one's. A lease is inherited live
-    /// when it outlasts the last term's time (the last entry applied), whatever this
-    /// leader's clock says: judged by that clock, one that ran ahead by more than what was
-    /// left of a lease would see it over already (CI, 2026-12-02). Every such lease whose
-    /// expiry falls sooner than now plus its queue's lease time is extended to that, as one
-    /// entry; a lease already running longer (a pop with a longer `leaseSeconds`) keeps its
-    /// expiry. Returns how many were extended.
+    /// I5 across terms (D41): a new leader gives every lease it inherits what was left of it
+    /// when the last term wrote its last entry, counted from its own first plan, so a lease
+    /// a consumer holds never ends early because this leader's clock runs ahead of the last
+    /// one's, and never later than its own length after the election (D49: a share
+    /// consumer's 30 s lock is not stretched to the queue's 300 s `leaseTime`). A lease is
+    /// inherited live when it outlasts the last term's time (the last entry applied),
+    /// whatever this leader's clock says: judged by that clock, one that ran ahead by more
+    /// than what was left of a lease would see it over already (CI, 2026-12-02). Both ends of
+    /// what is left are the last term's times, so the skew between the leaders' clocks never
+    /// enters. The extensions are one entry. Returns how many were extended.
     pub fn inherit_leases(&mut self) -> Planned<usize> {
         #[cfg(feature = "mutants")]
         if baton_log::mutant::is("no-inherit") {
@@ -678,10 +684,10 @@ impl Planner {
         let mut extend = Vec::new();
         let last_term = self.state.last_ts;
         for (part, p) in &self.state.parts {
-            let full = self.state.queues.get(&p.queue).map_or(0, |q| q.options.lease_time).max(1);
-            let until = self.ts.saturating_add(full.saturating_mul(1_000_000));
             for (group, c) in &p.cursors {
-                if let Some(l) = c.lease.as_ref().filter(|l| l.expires > last_term && l.expires < until) {
+                let Some(l) = c.lease.as_ref().filter(|l| l.expires > last_term) else { continue };
+                let until = self.ts.saturating_add(l.expires - last_term);
+                if l.expires < until {
                     extend.push(Effect::ExtendLease { part: *part, group: *group, lease: l.id, expires: until });
                 }
             }

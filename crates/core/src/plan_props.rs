@@ -59,10 +59,13 @@ fn push_group(r: &mut Rng, queue: &str, index0: usize) -> PushGroup {
             txid: format!("t{}", r.below(12)),
             client_txid: r.below(4) != 0,
             value: format!("{}", r.below(100)).into_bytes().into(),
+            trace: None,
         })
         .collect();
-    let recs: Vec<_> =
-        records.iter().map(|x| baton_wire::NewRecord { key: None, value: &x.value, txid: Some(&x.txid) }).collect();
+    let recs: Vec<_> = records
+        .iter()
+        .map(|x| baton_wire::NewRecord { key: None, value: &x.value, txid: Some(&x.txid), trace: None })
+        .collect();
     let batch = baton_wire::encode_batch(&recs, 0).unwrap();
     PushGroup {
         queue: queue.into(),

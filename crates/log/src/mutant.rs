@@ -14,7 +14,7 @@
 //!   unfenced, the bug of issue 12 item 8), and leases run out only when
 //!   their partition is next popped (not on a timer), so a late ack finds one;
 //! - `no-inherit`: a new cluster leader keeps the leases it inherits as they are
-//!   instead of extending them by a full lease time from its own first entry
+//!   instead of extending them by what was left of them from its own first entry
 //!   (I5 and D41 off), so a leader whose clock runs ahead of its predecessor's
 //!   lets them run out at once and leases the same messages again.
 

@@ -130,8 +130,8 @@ fn lives(
             }
         }
         let mut latest = latest.saturating_add(skew);
-        // I5: a node that restarts treats every lease it inherits as live for a full
-        // lease time from its own start. Every declared fault may be such a restart, unless
+        // I5: a node that restarts treats every lease it inherits as live for what was
+        // left of it, at most a full lease time, from its own start. Every declared fault may be such a restart, unless
         // it says it was not (a SIGSTOP, a clock jump: the node's lease clock ran on, D23/D33).
         let mut faults: Vec<&Fault> = h.faults.iter().filter(|f| f.may_restart).collect();
         faults.sort_by_key(|f| f.start);
