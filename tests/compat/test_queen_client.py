@@ -627,3 +627,76 @@ def test_delete_queue(baton_url: str) -> None:
             assert await pop_builder(queen, q, wait=False).pop() == []
 
     run(scenario())
+
+
+def test_seek_consumer_group_without_options_goes_back_to_the_start(baton_url: str) -> None:
+    """admin.seek_consumer_group(group, queue) with no options: Queen's client sends no
+    body, and the group goes back to the start of the queue (issue 16 item 1; it was a
+    400 `empty_body`)."""
+
+    async def scenario() -> None:
+        q = qname("seek0")
+        async with open_queen(baton_url) as queen:
+            await configure(queen, q)
+            await push(queen, q, [{"transactionId": f"{q}-{i}", "data": {"i": i}} for i in range(3)])
+            first = await collect(queen, q, expected=3, group="g-seek")
+            assert [m["data"]["i"] for m in first] == [0, 1, 2]
+            await assert_nothing_delivered(queen, q, group="g-seek", why="all three were acked")
+            r = await queen.admin.seek_consumer_group("g-seek", q)
+            assert r.get("success") is True, r
+            again = await collect(queen, q, expected=3, group="g-seek")
+            assert [m["data"]["i"] for m in again] == [0, 1, 2], "the group starts over after the seek"
+
+    run(scenario())
+
+
+def test_a_transaction_of_only_kv_or_only_a_timer_commits(baton_url: str) -> None:
+    """A transaction holding only a KV write, or only a timer, commits as one entry like
+    any other (issue 16 item 1; it was a 400 `empty_transaction`). An empty one is still
+    refused by the client itself."""
+
+    async def scenario() -> None:
+        q = qname("kvtxn")
+        ns = f"ns-{uuid.uuid4().hex[:8]}"
+        async with open_queen(baton_url) as queen:
+            await configure(queen, q)
+            tx = queen.transaction()
+            tx.kv.put(ns, "k", {"v": 1}, forever=True)
+            r = await tx.commit()
+            assert r.get("success") is True, r
+            got = await queen.kv.get(ns, "k")
+            assert got.get("found") is True and got.get("value") == {"v": 1}, got
+
+            r = await queen.transaction().timer(q).key("t1").payload({"fire": 1}).after_ms(3_600_000).schedule().commit()
+            assert r.get("success") is True, r
+            page = await queen.timers.list(q)
+            keys = [t.get("key") or t.get("timerKey") for t in page.get("timers", page.get("rows", []))]
+            assert "t1" in keys, page
+
+            with pytest.raises(Exception):
+                await queen.transaction().commit()
+
+    run(scenario())
+
+
+def test_a_pushed_trace_id_comes_back_with_the_message(baton_url: str) -> None:
+    """A push's traceId (the client forwards a valid UUID) is stored with the message and
+    shown by pops, the DLQ and the message lookup (issue 16 item 1; pops showed null)."""
+
+    async def scenario() -> None:
+        q = qname("trace")
+        trace = str(uuid.uuid4())
+        async with open_queen(baton_url) as queen:
+            await configure(queen, q)
+            await push(queen, q, [{"transactionId": f"{q}-t", "traceId": trace, "data": {"t": 1}},
+                                  {"transactionId": f"{q}-n", "data": {"t": 2}}])
+            got = await collect(queen, q, expected=2, ack=False)
+            by_txid = {m["transactionId"]: m for m in got}
+            assert by_txid[f"{q}-t"].get("traceId") == trace, by_txid[f"{q}-t"]
+            assert by_txid[f"{q}-n"].get("traceId") is None, by_txid[f"{q}-n"]
+            await queen.ack(by_txid[f"{q}-t"], "dlq")
+            dlq = await queen.queue(q).dlq().limit(10).get()
+            rows = dlq.get("messages", []) if isinstance(dlq, dict) else dlq
+            assert any(r.get("traceId") == trace for r in rows), dlq
+
+    run(scenario())

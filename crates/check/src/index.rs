@@ -212,7 +212,8 @@ mod tests {
         let mut idx = Vec::new();
         let mut base = 10;
         for n in [2usize, 3] {
-            let recs: Vec<NewRecord> = (0..n).map(|_| NewRecord { key: None, value: b"v", txid: None }).collect();
+            let recs: Vec<NewRecord> =
+                (0..n).map(|_| NewRecord { key: None, value: b"v", txid: None, trace: None }).collect();
             let mut b = encode_batch(&recs, 1).unwrap();
             set_base_offset(&mut b, base);
             seen.push(BatchSeen { pos: seg.len() as u64, len: b.len() as u64, base, count: n as u32, keys: None });

@@ -70,6 +70,8 @@ pub struct PushRecord {
     /// Only transaction ids the producer chose are deduplicated; minted ones cannot collide.
     pub client_txid: bool,
     pub value: Bytes,
+    /// The `traceId` the pushed item named, stored with the record (issue 16).
+    pub trace: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

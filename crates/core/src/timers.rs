@@ -191,15 +191,24 @@ impl Planner {
         for (_, queue, key) in &due {
             let Some(t) = self.state.timers.get(queue).and_then(|m| m.get(key)).cloned() else { continue };
             let txid = t.txn.clone();
-            let rec =
-                baton_wire::NewRecord { key: Some(key.as_bytes()), value: t.payload.as_bytes(), txid: Some(&txid) };
+            let rec = baton_wire::NewRecord {
+                key: Some(key.as_bytes()),
+                value: t.payload.as_bytes(),
+                txid: Some(&txid),
+                trace: None,
+            };
             let batch = baton_wire::encode_batch(&[rec], (now / 1000) as i64)
                 .map_err(|e| CoreError::bad("bad_payload", e.to_string()))?;
             let g = PushGroup {
                 queue: queue.clone(),
                 partition: t.partition.clone(),
                 indexes: vec![0],
-                records: vec![PushRecord { txid, client_txid: false, value: t.payload.clone().into_bytes().into() }],
+                records: vec![PushRecord {
+                    txid,
+                    client_txid: false,
+                    value: t.payload.clone().into_bytes().into(),
+                    trace: None,
+                }],
                 batch,
             };
             match self.push(vec![g]).pop().map(|r| r.status) {

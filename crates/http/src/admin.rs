@@ -1,7 +1,7 @@
 //! Configure, resources, consumer groups, dead letters and health: the
 //! administrative routes. Read-only views come from the engine's queries.
 
-use crate::body::JsonBody;
+use crate::body::{JsonBody, OptionalJson};
 use crate::error::ApiError;
 use crate::payload::payload_json;
 use crate::render::{iso_ms, iso_us, parse_iso, read_records};
@@ -227,7 +227,7 @@ pub async fn delete_group(State(app): State<App>, Path(name): Path<String>) -> R
     Ok(Json(json!({"success": true, "deleted": name})).into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct SeekBody {
     #[serde(default)]
@@ -241,8 +241,10 @@ pub struct SeekBody {
 pub async fn seek(
     State(app): State<App>,
     Path((group, queue)): Path<(String, String)>,
-    JsonBody(b): JsonBody<SeekBody>,
+    OptionalJson(b): OptionalJson<SeekBody>,
 ) -> Result<Response, ApiError> {
+    // Queen's client sends no body for a seek without options: back to the start.
+    let b = b.unwrap_or_default();
     let to_ts = match b.timestamp.as_deref() {
         None => None,
         Some(t) => Some(parse_iso(t).ok_or_else(|| ApiError::bad("invalid_timestamp", "timestamp must be RFC 3339"))?),
@@ -290,6 +292,7 @@ pub async fn dlq(
             "messageId": baton_core::message_uuid(d.part, d.offset).to_string(),
             "partitionId": partition_uuid(d.part).to_string(),
             "transactionId": rec.as_ref().and_then(|r| r.txid.clone()),
+            "traceId": rec.as_ref().and_then(|r| r.trace.clone()),
             "consumerGroup": d.group,
             "errorMessage": d.error,
             "originalCreatedAt": rec.as_ref().map(|r| iso_ms(r.timestamp_ms)),
@@ -325,7 +328,7 @@ pub async fn message(State(app): State<App>, Path((pid, txid)): Path<(String, St
         .ok_or_else(not_found)?;
     Ok(Json(json!({
         "id": baton_core::message_uuid(part, rec.offset).to_string(),
-        "transactionId": txid, "queue": queue, "partition": partition, "partitionId": pid,
+        "transactionId": txid, "traceId": rec.trace, "queue": queue, "partition": partition, "partitionId": pid,
         "offset": rec.offset, "createdAt": iso_ms(rec.timestamp_ms), "data": payload_json(rec.value.as_deref()),
     }))
     .into_response())

@@ -150,7 +150,7 @@ async fn release(app: &App, lease: (baton_core::LeaseId, baton_core::PartId, Str
 struct PopMessage<'a> {
     id: uuid::Uuid,
     transaction_id: std::borrow::Cow<'a, str>,
-    trace_id: Option<()>,
+    trace_id: Option<&'a str>,
     data: Box<serde_json::value::RawValue>,
     created_at: String,
     partition_id: uuid::Uuid,
@@ -203,7 +203,7 @@ fn render_pop(r: PopResult) -> Result<Response, ApiError> {
                     Some(t) => std::borrow::Cow::Borrowed(t.as_str()),
                     None => std::borrow::Cow::Owned(format!("{}-{}", r.partition, m.offset)),
                 },
-                trace_id: None,
+                trace_id: m.trace.as_deref(),
                 data: payload_json(m.value.as_deref()),
                 created_at,
                 partition_id: pid,

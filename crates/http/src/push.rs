@@ -35,6 +35,9 @@ pub struct PushItem<'a> {
     partition: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     transaction_id: Option<Cow<'a, str>>,
+    /// Queen's tracing id, kept with the record and shown by pops.
+    #[serde(default, borrow)]
+    trace_id: Option<Cow<'a, str>>,
     /// `"payload": null` is a message whose payload is JSON null (Queen sends
     /// it for `{"data": None}`); only a missing payload is an error.
     #[serde(default, borrow, deserialize_with = "present")]
@@ -171,6 +174,13 @@ pub(crate) fn build_groups(cfg: &HttpConfig, items: Vec<PushItem<'_>>) -> Result
             }
             _ => (uuid::Uuid::now_v7().to_string(), false),
         };
+        let trace = match it.trace_id.as_deref() {
+            Some(t) if t.len() > 256 => {
+                return Err(ApiError::bad("invalid_trace_id", format!("items[{i}].traceId is longer than 256 bytes")))
+            }
+            Some(t) if !t.is_empty() => Some(t.to_string()),
+            _ => None,
+        };
         let partition = it.partition.as_deref().unwrap_or(DEFAULT_PARTITION);
         baton_core::valid_name(partition)
             .map_err(|m| ApiError::bad("invalid_partition", format!("items[{i}].partition: {m}")))?;
@@ -180,14 +190,21 @@ pub(crate) fn build_groups(cfg: &HttpConfig, items: Vec<PushItem<'_>>) -> Result
             (Vec::new(), Vec::new())
         });
         slot.0.push(i);
-        slot.1.push(PushRecord { txid, client_txid, value: bytes::Bytes::copy_from_slice(bytes) });
+        slot.1.push(PushRecord { txid, client_txid, value: bytes::Bytes::copy_from_slice(bytes), trace });
     }
     let now_ms = (baton_core::wall_micros() / 1000) as i64;
     let mut groups = Vec::with_capacity(order.len());
     for key in order {
         let (indexes, records) = by_key.remove(&key).expect("every key in order is in the map");
-        let recs: Vec<_> =
-            records.iter().map(|r| baton_wire::NewRecord { key: None, value: &r.value, txid: Some(&r.txid) }).collect();
+        let recs: Vec<_> = records
+            .iter()
+            .map(|r| baton_wire::NewRecord {
+                key: None,
+                value: &r.value,
+                txid: Some(&r.txid),
+                trace: r.trace.as_deref(),
+            })
+            .collect();
         let batch = baton_wire::encode_batch(&recs, now_ms).map_err(|e| ApiError::bad("bad_payload", e.to_string()))?;
         groups.push(PushGroup { queue: key.0.to_string(), partition: key.1.to_string(), indexes, records, batch });
     }

@@ -121,8 +121,15 @@ pub async fn transaction(State(app): State<App>, RawBody(raw): RawBody) -> Resul
 /// Every refusal of bad input happens here (the fuzz target drives it, crates/http/fuzz).
 pub fn txn_request(raw: &[u8], cfg: &HttpConfig) -> Result<TxnRequest, ApiError> {
     let body: TxnBody = parse(raw)?;
-    if body.operations.is_empty() {
-        return Err(ApiError::bad("empty_transaction", "operations must hold at least one operation"));
+    // A transaction of KV or timer operations alone is one entry like any other (Queen's
+    // client sends them beside an empty `operations`).
+    let kv = body.kv.as_ref().map_or(0, Vec::len);
+    let timers = body.timers.as_ref().map_or(0, Vec::len);
+    if body.operations.is_empty() && kv == 0 && timers == 0 {
+        return Err(ApiError::bad(
+            "empty_transaction",
+            "a transaction holds at least one operation, KV write or timer",
+        ));
     }
     let mut req = TxnRequest::default();
     let mut push_items = Vec::new();

@@ -10,7 +10,7 @@
 //! them) still go through kafka-protocol. A batch whose CRC does not match
 //! is an error, never records (what a reader gets was what was written).
 
-use crate::records::{BatchHeader, StoredRecord, WireError, BATCH_HEADER_LEN, TXID_HEADER};
+use crate::records::{BatchHeader, StoredRecord, WireError, BATCH_HEADER_LEN, TRACE_HEADER, TXID_HEADER};
 use bytes::Bytes;
 use kafka_protocol::records::RecordBatchDecoder;
 
@@ -107,18 +107,21 @@ fn decode(
             let mut b = Bytes::copy_from_slice(batch);
             for set in RecordBatchDecoder::decode_all(&mut b).map_err(|e| bad(e.to_string()))? {
                 for r in set.records.into_iter().filter(|r| want(r.offset as u64)) {
-                    let txid = r
-                        .headers
-                        .iter()
-                        .find(|(k, _)| k.as_str() == TXID_HEADER)
-                        .and_then(|(_, v)| std::str::from_utf8(v.as_deref()?).ok())
-                        .map(str::to_owned);
+                    let header = |name: &str| {
+                        r.headers
+                            .iter()
+                            .find(|(k, _)| k.as_str() == name)
+                            .and_then(|(_, v)| std::str::from_utf8(v.as_deref()?).ok())
+                            .map(str::to_owned)
+                    };
+                    let (txid, trace) = (header(TXID_HEADER), header(TRACE_HEADER));
                     out.push(StoredRecord {
                         offset: r.offset as u64,
                         timestamp_ms: r.timestamp,
                         key: r.key,
                         value: r.value,
                         txid,
+                        trace,
                     });
                 }
             }
@@ -144,18 +147,22 @@ fn decode(
             }
             let key = r.field()?.map(|(s, e)| Bytes::copy_from_slice(&batch[s..e]));
             let value = r.field()?.map(|(s, e)| Bytes::copy_from_slice(&batch[s..e]));
-            let mut txid = None;
+            let (mut txid, mut trace) = (None, None);
             let headers = r.varint()?;
             for _ in 0..headers.max(0) {
                 let k = r.field()?;
                 let v = r.field()?;
                 if let (Some((ks, ke)), Some((vs, ve))) = (k, v) {
-                    if &batch[ks..ke] == TXID_HEADER.as_bytes() {
-                        txid = std::str::from_utf8(&batch[vs..ve]).ok().map(str::to_owned);
-                    }
+                    let slot = match &batch[ks..ke] {
+                        n if n == TXID_HEADER.as_bytes() => &mut txid,
+                        n if n == TRACE_HEADER.as_bytes() => &mut trace,
+                        _ => continue,
+                    };
+                    *slot = std::str::from_utf8(&batch[vs..ve]).ok().map(str::to_owned);
                 }
             }
-            out.push(StoredRecord { offset, timestamp_ms: base_ts.wrapping_add(ts_delta), key, value, txid });
+            let timestamp_ms = base_ts.wrapping_add(ts_delta);
+            out.push(StoredRecord { offset, timestamp_ms, key, value, txid, trace });
         }
     }
     Ok(out)
@@ -166,21 +173,23 @@ mod tests {
     use super::*;
     use crate::records::{encode_batch, set_base_offset, NewRecord};
 
-    /// (offset, timestamp, key, value, txid)
-    type Rec = (u64, i64, Option<Bytes>, Option<Bytes>, Option<String>);
+    /// (offset, timestamp, key, value, txid, trace)
+    type Rec = (u64, i64, Option<Bytes>, Option<Bytes>, Option<String>, Option<String>);
 
     fn via_kafka_protocol(buf: &[u8]) -> Vec<Rec> {
         let mut b = Bytes::copy_from_slice(buf);
         let mut out = Vec::new();
         for set in RecordBatchDecoder::decode_all(&mut b).unwrap() {
             for r in set.records {
-                let txid = r
-                    .headers
-                    .iter()
-                    .find(|(k, _)| k.as_str() == TXID_HEADER)
-                    .and_then(|(_, v)| v.as_ref())
-                    .map(|v| String::from_utf8(v.to_vec()).unwrap());
-                out.push((r.offset as u64, r.timestamp, r.key, r.value, txid));
+                let header = |name: &str| {
+                    r.headers
+                        .iter()
+                        .find(|(k, _)| k.as_str() == name)
+                        .and_then(|(_, v)| v.as_ref())
+                        .map(|v| String::from_utf8(v.to_vec()).unwrap())
+                };
+                let (txid, trace) = (header(TXID_HEADER), header(TRACE_HEADER));
+                out.push((r.offset as u64, r.timestamp, r.key, r.value, txid, trace));
             }
         }
         out
@@ -190,7 +199,7 @@ mod tests {
         decode_batches_where(buf, want)
             .unwrap()
             .into_iter()
-            .map(|r| (r.offset, r.timestamp_ms, r.key, r.value, r.txid))
+            .map(|r| (r.offset, r.timestamp_ms, r.key, r.value, r.txid, r.trace))
             .collect()
     }
 
@@ -202,6 +211,7 @@ mod tests {
                 key: (i % 3 == 0).then_some(&b"key"[..]),
                 value: &vals[i],
                 txid: (i % 2 == 0).then_some(ids[i].as_str()),
+                trace: (i % 4 == 1).then_some(ids[i].as_str()),
             })
             .collect();
         let mut a = encode_batch(&recs[..120], 1_700_000_000_123).unwrap();
@@ -232,7 +242,7 @@ mod tests {
             c.decode_where(want)
                 .unwrap()
                 .into_iter()
-                .map(|r| (r.offset, r.timestamp_ms, r.key, r.value, r.txid))
+                .map(|r| (r.offset, r.timestamp_ms, r.key, r.value, r.txid, r.trace))
                 .collect::<Vec<_>>()
         };
         assert_eq!(got(&c, |_| true), via_kafka_protocol(&buf));
@@ -259,7 +269,7 @@ mod tests {
     /// only the walker can notice) is refused, not read out of bounds.
     #[test]
     fn lying_lengths_are_refused() {
-        let mut b = encode_batch(&[NewRecord { key: None, value: b"hello", txid: Some("t") }], 5).unwrap();
+        let mut b = encode_batch(&[NewRecord { key: None, value: b"hello", txid: Some("t"), trace: None }], 5).unwrap();
         b[BATCH_HEADER_LEN] = 0x7e; // record length 63, more than there is
         let crc = crc32c::crc32c(&b[21..]);
         b[17..21].copy_from_slice(&crc.to_be_bytes());

@@ -11,6 +11,8 @@ use kafka_protocol::records::{NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_P
 
 /// Header that carries Baton's transaction id on records written over HTTP.
 pub const TXID_HEADER: &str = "baton-txid";
+/// Header that carries the `traceId` a pushed item named (Queen's tracing).
+pub const TRACE_HEADER: &str = "baton-trace";
 
 /// Size of the fixed RecordBatch v2 header (up to and including the record count).
 pub const BATCH_HEADER_LEN: usize = 61;
@@ -22,10 +24,12 @@ pub enum WireError {
 }
 
 /// One record to encode.
+#[derive(Default)]
 pub struct NewRecord<'a> {
     pub key: Option<&'a [u8]>,
     pub value: &'a [u8],
     pub txid: Option<&'a str>,
+    pub trace: Option<&'a str>,
 }
 
 /// One decoded record with its absolute offset.
@@ -36,6 +40,7 @@ pub struct StoredRecord {
     pub key: Option<Bytes>,
     pub value: Option<Bytes>,
     pub txid: Option<String>,
+    pub trace: Option<String>,
 }
 
 /// Encode records as one uncompressed RecordBatch v2 with base offset 0.
@@ -48,7 +53,11 @@ pub fn encode_batch(records: &[NewRecord<'_>], timestamp_ms: i64) -> Result<Vec<
     if records.is_empty() || records.len() > i32::MAX as usize {
         return Err(WireError::BadBatch("a batch holds 1 to i32::MAX records".into()));
     }
-    let cap = BATCH_HEADER_LEN + records.iter().map(|r| r.value.len() + r.txid.map_or(0, str::len) + 32).sum::<usize>();
+    let cap = BATCH_HEADER_LEN
+        + records
+            .iter()
+            .map(|r| r.value.len() + r.txid.map_or(0, str::len) + r.trace.map_or(0, |t| t.len() + 16) + 32)
+            .sum::<usize>();
     let mut b = Vec::with_capacity(cap);
     b.extend_from_slice(&0i64.to_be_bytes()); // base offset, patched by the planner
     b.extend_from_slice(&0i32.to_be_bytes()); // batch length, below
@@ -79,15 +88,15 @@ pub fn encode_batch(records: &[NewRecord<'_>], timestamp_ms: i64) -> Result<Vec<
         }
         put_varint(&mut rec, r.value.len() as i64);
         rec.extend_from_slice(r.value);
-        match r.txid {
-            Some(t) => {
-                put_varint(&mut rec, 1);
-                put_varint(&mut rec, TXID_HEADER.len() as i64);
-                rec.extend_from_slice(TXID_HEADER.as_bytes());
-                put_varint(&mut rec, t.len() as i64);
-                rec.extend_from_slice(t.as_bytes());
+        let headers = [(TXID_HEADER, r.txid), (TRACE_HEADER, r.trace)];
+        put_varint(&mut rec, headers.iter().filter(|(_, v)| v.is_some()).count() as i64);
+        for (name, v) in headers {
+            if let Some(v) = v {
+                put_varint(&mut rec, name.len() as i64);
+                rec.extend_from_slice(name.as_bytes());
+                put_varint(&mut rec, v.len() as i64);
+                rec.extend_from_slice(v.as_bytes());
             }
-            None => put_varint(&mut rec, 0),
         }
         put_varint(&mut b, rec.len() as i64);
         b.extend_from_slice(&rec);
@@ -221,8 +230,8 @@ mod tests {
     #[test]
     fn round_trip_with_patched_base() {
         let recs = [
-            NewRecord { key: None, value: b"{\"a\":1}", txid: Some("t1") },
-            NewRecord { key: Some(b"k"), value: b"two", txid: None },
+            NewRecord { key: None, value: b"{\"a\":1}", txid: Some("t1"), trace: Some("tr-1") },
+            NewRecord { key: Some(b"k"), value: b"two", txid: None, trace: None },
         ];
         let mut b = encode_batch(&recs, 1_700_000_000_000).unwrap();
         set_base_offset(&mut b, 41);
@@ -235,7 +244,9 @@ mod tests {
         assert_eq!(out[0].offset, 41);
         assert_eq!(out[1].offset, 42);
         assert_eq!(out[0].txid.as_deref(), Some("t1"));
+        assert_eq!(out[0].trace.as_deref(), Some("tr-1"));
         assert_eq!(out[1].txid, None);
+        assert_eq!(out[1].trace, None);
         assert_eq!(out[1].key.as_deref(), Some(&b"k"[..]));
         assert_eq!(out[0].value.as_deref(), Some(&b"{\"a\":1}"[..]));
         assert_eq!(out[0].timestamp_ms, 1_700_000_000_000);
@@ -253,6 +264,7 @@ mod tests {
                 key: (i % 3 == 0).then_some(&b"key"[..]),
                 value: &vals[i],
                 txid: (i % 2 == 0).then_some(ids[i].as_str()),
+                trace: (i % 5 == 0).then_some(ids[i].as_str()),
             })
             .collect();
         let ours = encode_batch(&recs, 1_700_000_000_123).unwrap();
@@ -263,6 +275,9 @@ mod tests {
                 let mut headers = IndexMap::new();
                 if let Some(t) = r.txid {
                     headers.insert(StrBytes::from_static_str(TXID_HEADER), Some(Bytes::copy_from_slice(t.as_bytes())));
+                }
+                if let Some(t) = r.trace {
+                    headers.insert(StrBytes::from_static_str(TRACE_HEADER), Some(Bytes::copy_from_slice(t.as_bytes())));
                 }
                 Record {
                     transactional: false,
@@ -316,7 +331,7 @@ mod tests {
 
     #[test]
     fn header_rejects_damage() {
-        let mut b = encode_batch(&[NewRecord { key: None, value: b"x", txid: None }], 1).unwrap();
+        let mut b = encode_batch(&[NewRecord { key: None, value: b"x", txid: None, trace: None }], 1).unwrap();
         assert!(BatchHeader::parse(&b[..20]).is_err());
         let last = b.len() - 1;
         b[last] ^= 0xff;
