@@ -144,3 +144,62 @@ def test_an_idempotent_producer_gets_its_id_through_any_member(members):
     c.close()
     assert sorted(got) == sorted(delivered), f"read {len(got)} of {len(delivered)}"
     assert len(set(got)) == len(got) == 200, "each message stored once"
+
+
+def test_a_transaction_open_when_its_leader_dies_commits_through_the_client(members):
+    """librdkafka's transactional producer across a SIGKILL of the leader (issue 15, D48 on
+    D42): records produced in a transaction, the leader killed, then commit_transaction.
+    The client finds the new coordinator by itself and commits there, or gets an abortable
+    error, aborts and does the transaction again, as its contract says. Either way a
+    read_committed reader sees every value exactly once, and a second transaction on the
+    new leader commits as well."""
+    topic = "cluster-txn"
+    admin = AdminClient({"bootstrap.servers": members.bootstrap()})
+    for f in admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=3)]).values():
+        f.result(timeout=30)
+    p = Producer({"bootstrap.servers": members.bootstrap(), "transactional.id": "cluster-tid",
+                  "acks": "all", "linger.ms": 5, "transaction.timeout.ms": 60000})
+    p.init_transactions(30)
+
+    def one_transaction(tag, kill_before_commit):
+        from confluent_kafka import KafkaException
+        for attempt in range(3):
+            p.begin_transaction()
+            for i in range(20):
+                p.produce(topic, value=f"{tag}-{i}".encode(), partition=i % 2)
+            assert p.flush(60) == 0
+            if kill_before_commit and attempt == 0:
+                members.kill(members.leader())
+            try:
+                p.commit_transaction(90)
+                return attempt
+            except KafkaException as e:
+                err = e.args[0]
+                if err.txn_requires_abort():
+                    p.abort_transaction(90)
+                    continue
+                if err.retriable():
+                    p.commit_transaction(90)
+                    return attempt
+                raise
+        raise AssertionError(f"transaction {tag} did not commit in three attempts")
+
+    tries = one_transaction("a", kill_before_commit=True)
+    one_transaction("b", kill_before_commit=False)
+    print(f"the transaction across the kill took {tries + 1} attempt(s)")
+
+    c = Consumer({"bootstrap.servers": members.bootstrap(), "group.id": "cluster-txn-reader",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "isolation.level": "read_committed"})
+    c.subscribe([topic])
+    want = {f"{t}-{i}" for t in "ab" for i in range(20)}
+    got = []
+    deadline = time.monotonic() + 60
+    while set(got) != want and time.monotonic() < deadline:
+        msg = c.poll(0.5)
+        if msg is None or msg.error():
+            continue
+        got.append(msg.value().decode())
+    c.close()
+    assert set(got) == want, f"missing {sorted(want - set(got))[:5]}, phantom {sorted(set(got) - want)[:5]}"
+    assert len(got) == len(want), f"read_committed saw values twice: {len(got)} reads of {len(want)}"

@@ -1,5 +1,5 @@
 """Kafka transactions through Java's kafka-clients and franz-go: the
-programs of test_clients.py (PROGRAMS there, the same `PROGRAM SCENARIO
+programs of test_clients.py (kafka-clients 4.2.1; PROGRAMS there, the same `PROGRAM SCENARIO
 BOOTSTRAP TOPIC GROUP` convention) run four transaction scenarios, each
 checking its own writes with read_committed and read_uncommitted readers of
 the same client; this file creates the topics and then reads them again with
@@ -34,7 +34,7 @@ host:port the tests run against that broker (how they were validated against
 Apache Kafka 4.1.1, scripts/peers/kafka.sh), otherwise against the session's
 `baton serve`. What Kafka 4.1.1 does, as these clients see it:
 
-  - A zombie's EndTxn is answered PRODUCER_FENCED: kafka-clients 3.9 throws
+  - A zombie's EndTxn is answered PRODUCER_FENCED: kafka-clients throws
     ProducerFencedException from commitTransaction, franz-go returns
     kerr.ProducerFenced from EndTransaction. So does Kafka 4.1.1 to the
     older EndTxn versions franz-go sends without KIP-890 part 2 (below).
@@ -45,7 +45,8 @@ Apache Kafka 4.1.1, scripts/peers/kafka.sh), otherwise against the session's
     (KIP-890 part 2). franz-go then uses it: no AddPartitionsToTxn or
     AddOffsetsToTxn (Produce v12+ and TxnOffsetCommit v5+ add to the
     transaction), and EndTxn v5 bumps the epoch at every transaction end.
-    kafka-clients 3.9 does not use it. Against a broker that does not
+    kafka-clients 4.2 uses it too (test_clients_use_transactions_v2; 3.9
+    did not). Against a broker that does not
     advertise the feature, franz-go takes the older path; that path was
     validated against Kafka 4.1.1 too, with franz-go capped to Kafka 3.9's
     request versions (kgo.MaxVersions(kversion.V3_9_0())): the same results.
@@ -168,3 +169,36 @@ def test_txn_ctp(client, broker):
     assert {tp.partition: tp.offset for tp in committed} == {p: 10 for p in range(PARTITIONS)}
     expect(broker.bootstrap, t + "-out", PARTITIONS, "read_committed",
            spread([f"t:{v}" for v in vals("in", 30)], PARTITIONS))
+
+
+def txn_request_counts(baton):
+    """Baton's count of each transaction API's requests, from /metrics."""
+    import urllib.request
+    with urllib.request.urlopen(f"http://127.0.0.1:{baton.http_port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    out = {}
+    for api in ("AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn"):
+        line = next(ln for ln in text.splitlines() if ln.startswith(f'baton_kafka_requests_total{{api="{api}"}}'))
+        out[api] = int(line.split()[-1])
+    return out
+
+
+@pytest.mark.skipif(bool(EXTERNAL), reason="reads Baton's request counters")
+@pytest.mark.parametrize("client", ["java"])
+def test_clients_use_transactions_v2(client, baton):
+    """kafka-clients 4.2 takes transactions v2 (KIP-890 part 2) from Baton's finalized
+    transaction.version (it reads it when it initialises its producer id): the
+    consume-transform-produce scenario adds its partitions and its group through Produce
+    and TxnOffsetCommit, never through AddPartitionsToTxn or AddOffsetsToTxn. franz-go is
+    not asserted here: it picks the generation from whichever broker's versions it has
+    loaded at its first produce, so a transaction begun before that goes the v1 way (CI,
+    2026-12-04: one AddPartitionsToTxn and one AddOffsetsToTxn); both ways are tested by
+    the scenarios above."""
+    t, g = uid("tv2"), uid("g")
+    create_topics(baton.bootstrap, {t: PARTITIONS, t + "-out": PARTITIONS})
+    before = txn_request_counts(baton)
+    run_program(client, "txn_ctp", baton, t, g)
+    after = txn_request_counts(baton)
+    moved = {k: after[k] - before[k] for k in after}
+    assert moved["AddPartitionsToTxn"] == 0 and moved["AddOffsetsToTxn"] == 0, moved
+    assert moved["TxnOffsetCommit"] >= 1 and moved["EndTxn"] >= 1, moved

@@ -2,6 +2,7 @@
 //! `kafka-protocol` codec: frame a request, read a response, build batches.
 #![allow(dead_code)]
 
+pub mod share;
 pub mod txn;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};

@@ -94,6 +94,13 @@ pub(crate) fn refuse_unless_leading(ctx: &Ctx, req: &RequestKind, version: i16) 
     use RequestKind as Q;
     let code = match req {
         Q::Produce(_) | Q::Fetch(_) | Q::ListOffsets(_) | Q::DeleteRecords(_) => NOT_LEADER_OR_FOLLOWER,
+        // Share groups live on the leader, whose leases they are (D49).
+        Q::ShareFetch(_) | Q::ShareAcknowledge(_) => NOT_LEADER_OR_FOLLOWER,
+        Q::ShareGroupHeartbeat(_)
+        | Q::ShareGroupDescribe(_)
+        | Q::DescribeShareGroupOffsets(_)
+        | Q::AlterShareGroupOffsets(_)
+        | Q::DeleteShareGroupOffsets(_) => NOT_COORDINATOR,
         Q::OffsetDelete(_) => NOT_COORDINATOR,
         Q::JoinGroup(_)
         | Q::SyncGroup(_)

@@ -44,6 +44,12 @@ pub const NOT_COORDINATOR: i16 = E::NotCoordinator.code();
 pub const NOT_CONTROLLER: i16 = E::NotController.code();
 pub const LEADER_NOT_AVAILABLE: i16 = E::LeaderNotAvailable.code();
 pub const COORDINATOR_NOT_AVAILABLE: i16 = E::CoordinatorNotAvailable.code();
+pub const UNKNOWN_TOPIC_ID: i16 = E::UnknownTopicId.code();
+pub const FENCED_MEMBER_EPOCH: i16 = E::FencedMemberEpoch.code();
+pub const INVALID_RECORD_STATE: i16 = E::InvalidRecordState.code();
+pub const SHARE_SESSION_NOT_FOUND: i16 = E::ShareSessionNotFound.code();
+pub const INVALID_SHARE_SESSION_EPOCH: i16 = E::InvalidShareSessionEpoch.code();
+pub const SHARE_SESSION_LIMIT_REACHED: i16 = E::ShareSessionLimitReached.code();
 
 /// The Kafka code for an engine error.
 pub fn code_of(e: &CoreError) -> i16 {

@@ -97,6 +97,9 @@ pub async fn join_group(
     let member = args.member_id.clone();
     let reply = if reserved(&args.group) {
         Reply::Now(JoinOutcome { error: INVALID_GROUP_ID, member_id: member.clone(), ..Default::default() })
+    } else if ctx.shares.is_share_group(&args.group) {
+        // A live share group of that name (D49): as Kafka, a classic member may not join it.
+        Reply::Now(JoinOutcome { error: INCONSISTENT_GROUP_PROTOCOL, member_id: member.clone(), ..Default::default() })
     } else {
         ctx.groups.join(args, Instant::now())
     };
@@ -404,19 +407,27 @@ pub async fn list_groups(ctx: &Ctx, req: ListGroupsRequest, version: i16) -> Lis
             all.push((n, "consumer".into(), State::Empty.name()));
         }
     }
+    // Share groups (D49) are listed as Kafka lists them: type and protocol "share".
+    let shares: Vec<(String, String, &'static str)> =
+        ctx.shares.list().into_iter().map(|n| (n, "share".to_string(), "Stable")).collect();
+    all.retain(|(n, _, _)| !shares.iter().any(|(x, _, _)| x == n));
+    all.extend(shares);
     all.sort();
     let states: Vec<String> = req.states_filter.iter().map(|x| x.to_lowercase()).collect();
-    let types_ok = req.types_filter.is_empty() || req.types_filter.iter().any(|t| t.eq_ignore_ascii_case("classic"));
+    let type_of = |t: &str| if t == "share" { "share" } else { "classic" };
+    let types_ok =
+        |t: &str| req.types_filter.is_empty() || req.types_filter.iter().any(|f| f.eq_ignore_ascii_case(type_of(t)));
     let groups = all
         .into_iter()
-        .filter(|(_, _, st)| types_ok && (states.is_empty() || states.contains(&st.to_lowercase())))
+        .filter(|(_, t, st)| types_ok(t) && (states.is_empty() || states.contains(&st.to_lowercase())))
         .map(|(n, t, st)| {
+            let kind = type_of(&t);
             let mut g = ListedGroup::default().with_group_id(GroupId(s(n))).with_protocol_type(s(t));
             if version >= 4 {
                 g.group_state = s(st);
             }
             if version >= 5 {
-                g.group_type = s("classic");
+                g.group_type = s(kind);
             }
             g
         })

@@ -5,7 +5,9 @@
 use crate::conn::Reply;
 use crate::errors::{error_response, UNSUPPORTED_VERSION};
 use crate::frame::{encode_response, Parsed, Request};
-use crate::{admin, cluster, fetch, groups, produce, topics, txn, versions, Ctx};
+use crate::{
+    admin, cluster, fetch, groups, produce, share, share_ack, share_admin, share_fetch, topics, txn, versions, Ctx,
+};
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
@@ -107,6 +109,15 @@ async fn respond(ctx: &Ctx, r: Request, peer: SocketAddr) -> Result<Option<Respo
         Q::ListGroups(q) => R::ListGroups(groups::list_groups(ctx, q, v).await),
         Q::DescribeGroups(q) => R::DescribeGroups(groups::describe_groups(ctx, q, v).await),
         Q::DeleteGroups(q) => R::DeleteGroups(groups::delete_groups(ctx, q).await),
+        Q::ShareGroupHeartbeat(q) => {
+            R::ShareGroupHeartbeat(share::heartbeat(ctx, q, &client_id, &peer.ip().to_string()).await)
+        }
+        Q::ShareGroupDescribe(q) => R::ShareGroupDescribe(share::describe(ctx, q)),
+        Q::ShareFetch(q) => R::ShareFetch(share_fetch::fetch(ctx, q).await),
+        Q::ShareAcknowledge(q) => R::ShareAcknowledge(share_ack::acknowledge_request(ctx, q).await),
+        Q::DescribeShareGroupOffsets(q) => R::DescribeShareGroupOffsets(share_admin::describe_offsets(ctx, q).await),
+        Q::AlterShareGroupOffsets(q) => R::AlterShareGroupOffsets(share_admin::alter_offsets(ctx, q).await),
+        Q::DeleteShareGroupOffsets(q) => R::DeleteShareGroupOffsets(share_admin::delete_offsets(ctx, q).await),
         // SaslHandshake and SaslAuthenticate are answered by the connection
         // (they change its state) and never get here. The table gates every
         // request before it gets here, so an API without an arm is a bug in

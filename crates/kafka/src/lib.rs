@@ -24,6 +24,11 @@ mod produce;
 mod records;
 mod sasl;
 mod sessions;
+mod share;
+mod share_ack;
+mod share_admin;
+mod share_fetch;
+mod share_groups;
 mod topics;
 mod txn;
 mod versions;
@@ -33,6 +38,7 @@ pub use coordinator::{Limits as GroupLimits, DEFAULT_GROUP_MAX_SIZE, DEFAULT_MAX
 pub use frame::{next_frame, parse, FrameError, ParseError, Parsed};
 pub use metrics::{CloseReason, KafkaStats};
 pub use sasl::SaslUsers;
+pub use share_groups::{ShareLimits, DEFAULT_MAX_SHARE_SESSIONS};
 pub use versions::{render_table, SUPPORTED};
 
 use baton_core::Engine;
@@ -56,6 +62,13 @@ pub const DEFAULT_MAX_UNCOMPRESSED_BATCH_BYTES: u64 = 64 << 20;
 /// Readers decode stored batches with kafka-protocol, which refuses past this
 /// (vendor patch, D9); a batch must never be accepted that cannot be read back.
 pub const MAX_UNCOMPRESSED_BATCH_BYTES: u64 = kafka_protocol::compression::MAX_DECOMPRESSED_BYTES;
+/// Kafka's group.share.record.lock.duration.ms: how long a share consumer holds what it
+/// acquired (the Baton lease it is acquired under) before it is delivered again.
+pub const DEFAULT_SHARE_RECORD_LOCK_MS: u64 = 30_000;
+/// The most topics one share group member may subscribe to (each heartbeat resolves them).
+pub const MAX_SUBSCRIBED_TOPICS: usize = 1_000;
+/// The most partitions one ShareFetch or ShareAcknowledge may name.
+pub const MAX_SHARE_PARTITIONS: usize = 10_000;
 
 #[derive(Debug, Clone)]
 pub struct KafkaConfig {
@@ -98,6 +111,10 @@ pub struct KafkaConfig {
     pub cluster: Option<ClusterTopology>,
     /// On a cluster member: what a member that does not lead asks the leader for.
     pub leader_ask: Option<LeaderAsk>,
+    /// How long a share consumer holds what it acquired (D49).
+    pub share_record_lock: Duration,
+    /// Share groups, members and sessions held at once, and their timeouts (D49).
+    pub share_limits: ShareLimits,
 }
 
 impl KafkaConfig {
@@ -126,6 +143,8 @@ impl Default for KafkaConfig {
             sasl_users: None,
             cluster: None,
             leader_ask: None,
+            share_record_lock: Duration::from_millis(DEFAULT_SHARE_RECORD_LOCK_MS),
+            share_limits: ShareLimits::default(),
         }
     }
 }
@@ -137,6 +156,7 @@ pub(crate) struct Ctx {
     pub stats: Arc<KafkaStats>,
     pub groups: coordinator::Coordinator,
     pub sessions: sessions::FetchSessions,
+    pub shares: share_groups::Shares,
 }
 
 /// A bound listener, ready to serve.
@@ -156,6 +176,7 @@ impl KafkaServer {
             engine,
             groups: coordinator::Coordinator::with_limits(cfg.initial_rebalance_delay, cfg.group_limits),
             sessions: sessions::FetchSessions::new(),
+            shares: share_groups::Shares::new(cfg.share_limits),
             cfg,
             stats: Arc::new(KafkaStats::default()),
         });
@@ -235,6 +256,7 @@ async fn tick_loop(ctx: Arc<Ctx>) {
         // Transaction timeouts are milliseconds to minutes: once a second is close enough.
         if n % 10 == 0 {
             txn::expire(&ctx).await;
+            share::expire(&ctx).await;
         }
     }
 }

@@ -100,6 +100,11 @@ pub struct KafkaStats {
     pub fetch_bytes: AtomicU64,
     pub sasl_successes: AtomicU64,
     pub sasl_failures: AtomicU64,
+    /// Share groups (D49): sessions and members now, records acquired and settled.
+    pub share_sessions: AtomicU64,
+    pub share_members: AtomicU64,
+    pub share_acquired: AtomicU64,
+    pub share_acks: AtomicU64,
     closed: [AtomicU64; CloseReason::ALL.len()],
     /// One per SUPPORTED entry, in its order, then one for any other API.
     apis: Box<[ApiStats]>,
@@ -119,6 +124,10 @@ impl Default for KafkaStats {
             fetch_bytes: AtomicU64::new(0),
             sasl_successes: AtomicU64::new(0),
             sasl_failures: AtomicU64::new(0),
+            share_sessions: AtomicU64::new(0),
+            share_members: AtomicU64::new(0),
+            share_acquired: AtomicU64::new(0),
+            share_acks: AtomicU64::new(0),
             closed: Default::default(),
             apis: (0..=SUPPORTED.len()).map(|_| ApiStats::new()).collect(),
             codes: Mutex::new(BTreeMap::new()),
@@ -249,6 +258,23 @@ impl KafkaStats {
             self.sasl_successes.load(Relaxed),
             self.sasl_failures.load(Relaxed)
         );
+        let g = |out: &mut String, name: &str, help: &str, v: u64| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+        };
+        g(out, "baton_kafka_share_sessions", "Kafka share sessions open now.", self.share_sessions.load(Relaxed));
+        g(out, "baton_kafka_share_members", "Kafka share group members now.", self.share_members.load(Relaxed));
+        c(
+            out,
+            "baton_kafka_share_acquired_total",
+            "Records acquired by Kafka share consumers (each under a Baton lease).",
+            self.share_acquired.load(Relaxed),
+        );
+        c(
+            out,
+            "baton_kafka_share_acknowledged_total",
+            "Records Kafka share consumers settled (accept, release or reject).",
+            self.share_acks.load(Relaxed),
+        );
         let names: Vec<String> =
             SUPPORTED.iter().map(|(k, _, _)| format!("{k:?}")).chain(std::iter::once("other".to_string())).collect();
         let _ = writeln!(out, "# HELP baton_kafka_requests_total Kafka requests decoded, by API.\n# TYPE baton_kafka_requests_total counter");
@@ -338,6 +364,19 @@ fn error_codes(body: &ResponseKind, f: &mut dyn FnMut(i16)) {
         R::SaslAuthenticate(r) => f(r.error_code),
         R::CreatePartitions(r) => r.results.iter().for_each(|t| f(t.error_code)),
         R::DeleteGroups(r) => r.results.iter().for_each(|t| f(t.error_code)),
+        R::ShareGroupHeartbeat(r) => f(r.error_code),
+        R::ShareGroupDescribe(r) => r.groups.iter().for_each(|g| f(g.error_code)),
+        R::ShareFetch(r) => {
+            f(r.error_code);
+            r.responses.iter().flat_map(|t| &t.partitions).for_each(|p| {
+                f(p.error_code);
+                f(p.acknowledge_error_code)
+            });
+        }
+        R::ShareAcknowledge(r) => {
+            f(r.error_code);
+            r.responses.iter().flat_map(|t| &t.partitions).for_each(|p| f(p.error_code));
+        }
         _ => {}
     }
 }

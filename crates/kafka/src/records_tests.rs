@@ -8,7 +8,7 @@ use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEnc
 const BIG: u64 = 64 << 20;
 
 fn batch(n: usize) -> Vec<u8> {
-    let recs: Vec<NewRecord> = (0..n).map(|_| NewRecord { key: None, value: b"v", txid: None }).collect();
+    let recs: Vec<NewRecord> = (0..n).map(|_| NewRecord { key: None, value: b"v", txid: None, trace: None }).collect();
     encode_batch(&recs, 1).unwrap()
 }
 

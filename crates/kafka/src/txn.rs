@@ -379,7 +379,7 @@ pub fn error_response(req: &RequestKind, code: i16) -> Option<ResponseKind> {
                     .collect(),
             ),
         ),
-        _ => return None,
+        _ => return crate::share::error_response(req, code),
     })
 }
 

@@ -18,6 +18,11 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 /// and TxnOffsetCommit 5 are transactions v2 (KIP-890), which the ApiVersions
 /// answer finalizes as the `transaction.version` feature (D48).
 ///
+/// The share APIs (KIP-932) are at their first released versions (ShareFetch and
+/// ShareAcknowledge 1 are what Kafka 4.1 and 4.2 clients speak at the least; version 2
+/// adds renewing an acquisition, which Baton's leases could serve but the codec does
+/// not yet decode), and `share.version` 1 is finalized beside them (D49).
+///
 /// SaslHandshake and SaslAuthenticate are listed whether or not SASL is
 /// turned on, as a Kafka broker lists them on every listener; without SASL
 /// they answer ILLEGAL_SASL_STATE (see `sasl`).
@@ -55,6 +60,13 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeCluster, 0, 1),
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::ShareGroupHeartbeat, 1, 1),
+    (ApiKey::ShareGroupDescribe, 1, 1),
+    (ApiKey::ShareFetch, 1, 1),
+    (ApiKey::ShareAcknowledge, 1, 1),
+    (ApiKey::DescribeShareGroupOffsets, 0, 0),
+    (ApiKey::AlterShareGroupOffsets, 0, 0),
+    (ApiKey::DeleteShareGroupOffsets, 0, 0),
 ];
 
 /// What the table says about one API key.
@@ -76,22 +88,36 @@ pub fn api_versions_response(error_code: i16) -> ApiVersionsResponse {
         .collect();
     // Clients use transactions v2 (KIP-890) only when the broker finalizes this feature
     // at 2 (v3+ answers carry it; older ones drop the tagged fields).
-    let name = || kafka_protocol::protocol::StrBytes::from_static_str(TRANSACTION_VERSION);
+    let name = kafka_protocol::protocol::StrBytes::from_static_str;
+    let features = [(TRANSACTION_VERSION, 2), (SHARE_VERSION, 1)];
     ApiVersionsResponse::default()
         .with_error_code(error_code)
         .with_api_keys(keys)
-        .with_supported_features(vec![SupportedFeatureKey::default()
-            .with_name(name())
-            .with_min_version(0)
-            .with_max_version(2)])
+        .with_supported_features(
+            features
+                .iter()
+                .map(|(f, v)| {
+                    SupportedFeatureKey::default().with_name(name(f)).with_min_version(0).with_max_version(*v)
+                })
+                .collect(),
+        )
         .with_finalized_features_epoch(1)
-        .with_finalized_features(vec![FinalizedFeatureKey::default()
-            .with_name(name())
-            .with_min_version_level(2)
-            .with_max_version_level(2)])
+        .with_finalized_features(
+            features
+                .iter()
+                .map(|(f, v)| {
+                    FinalizedFeatureKey::default()
+                        .with_name(name(f))
+                        .with_min_version_level(*v)
+                        .with_max_version_level(*v)
+                })
+                .collect(),
+        )
 }
 
 const TRANSACTION_VERSION: &str = "transaction.version";
+/// Share groups (KIP-932) are served (D49).
+const SHARE_VERSION: &str = "share.version";
 
 /// The table as Markdown, for docs/kafka.md.
 pub fn render_table() -> String {

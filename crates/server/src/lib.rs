@@ -143,6 +143,15 @@ pub struct ServeArgs {
     /// JoinGroup past it gets GROUP_MAX_SIZE_REACHED.
     #[arg(long, env = "BATON_KAFKA_GROUP_MAX_SIZE", default_value_t = baton_kafka::DEFAULT_GROUP_MAX_SIZE)]
     pub kafka_group_max_size: usize,
+    /// Kafka's group.share.record.lock.duration.ms: how long a share consumer holds the
+    /// records it acquired (the Baton lease they are acquired under) before they are
+    /// delivered again (D49).
+    #[arg(long, env = "BATON_KAFKA_SHARE_RECORD_LOCK_MS", default_value_t = baton_kafka::DEFAULT_SHARE_RECORD_LOCK_MS)]
+    pub kafka_share_record_lock_ms: u64,
+    /// Kafka's group.share.max.share.sessions: share sessions held at once; a ShareFetch
+    /// opening one more gets SHARE_SESSION_LIMIT_REACHED.
+    #[arg(long, env = "BATON_KAFKA_MAX_SHARE_SESSIONS", default_value_t = baton_kafka::DEFAULT_MAX_SHARE_SESSIONS)]
+    pub kafka_max_share_sessions: usize,
     /// Kafka transactional ids that may exist at once (one idle for seven days is
     /// forgotten); an InitProducerId for one more gets POLICY_VIOLATION.
     #[arg(long, env = "BATON_KAFKA_MAX_TRANSACTIONAL_IDS", default_value_t = 100_000)]
@@ -648,6 +657,14 @@ async fn start_kafka(
         connections_max_idle: Duration::from_millis(a.kafka_connections_max_idle_ms.max(1)),
         max_connections: a.kafka_max_connections,
         group_limits: baton_kafka::GroupLimits { max_groups: a.kafka_max_groups, max_members: a.kafka_group_max_size },
+        // Leases are whole seconds: the lock is rounded up to one.
+        share_record_lock: Duration::from_secs(a.kafka_share_record_lock_ms.div_ceil(1000).max(1)),
+        share_limits: baton_kafka::ShareLimits {
+            max_groups: a.kafka_max_groups,
+            max_members: a.kafka_group_max_size,
+            max_sessions: a.kafka_max_share_sessions,
+            ..Default::default()
+        },
         initial_rebalance_delay: Duration::from_millis(a.kafka_initial_rebalance_delay_ms),
         sasl_users,
         leader_ask: cluster.as_ref().map(|c| c.1.clone()),

@@ -13,7 +13,8 @@ import java.util.function.BooleanSupplier;
  *
  * Scenarios: produce, consume, commit, idempotent, group_rebalance,
  * static_member (test_clients.py), and the transaction scenarios txn_commit,
- * txn_abort, txn_fence, txn_ctp (test_transactions_clients.py). The values
+ * txn_abort, txn_fence, txn_ctp (test_transactions_clients.py), and
+ * share_compete, a KafkaShareConsumer (test_share_groups.py). The values
  * each one writes or expects, and what the pytest caller checks afterwards
  * with another client, are the same for the franz-go program; those two
  * files describe that contract.
@@ -86,6 +87,8 @@ public final class Main {
                 case "txn_abort" -> Txn.abort(env);
                 case "txn_fence" -> Txn.fence(env);
                 case "txn_ctp" -> Txn.ctp(env);
+                case "share_compete" -> Share.compete(env);
+                case "share_bench" -> Share.bench(env);
                 default -> {
                     System.err.println("unknown scenario " + scenario);
                     code = 2;

@@ -1,0 +1,130 @@
+//! Share-group (KIP-932) requests for the raw-protocol tests.
+
+use super::*;
+use kafka_protocol::records::RecordBatchDecoder;
+use uuid::Uuid;
+
+pub const ACCEPT: i8 = 1;
+pub const RELEASE: i8 = 2;
+pub const REJECT: i8 = 3;
+
+pub fn topic_id(k: &mut Kafka, t: &str) -> Uuid {
+    let req = MetadataRequest::default()
+        .with_topics(Some(vec![metadata_request::MetadataRequestTopic::default().with_name(Some(topic(t)))]))
+        .with_allow_auto_topic_creation(true);
+    let r: MetadataResponse = k.call(ApiKey::Metadata, 12, &req);
+    r.topics[0].topic_id
+}
+
+pub fn heartbeat(
+    k: &mut Kafka,
+    group: &str,
+    member: &str,
+    epoch: i32,
+    topics: Option<&[&str]>,
+) -> ShareGroupHeartbeatResponse {
+    let req = ShareGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(name(group)))
+        .with_member_id(name(member))
+        .with_member_epoch(epoch)
+        .with_subscribed_topic_names(topics.map(|ts| ts.iter().map(|t| topic(t)).collect()));
+    k.call(ApiKey::ShareGroupHeartbeat, 1, &req)
+}
+
+pub type Acks = Vec<(i64, i64, Vec<i8>)>;
+
+pub fn share_fetch(
+    k: &mut Kafka,
+    group: &str,
+    member: &str,
+    epoch: i32,
+    parts: &[(Uuid, i32, Acks)],
+    wait_ms: i32,
+) -> ShareFetchResponse {
+    use share_fetch_request as f;
+    let mut topics: Vec<f::FetchTopic> = Vec::new();
+    for (t, p, acks) in parts {
+        let part = f::FetchPartition::default().with_partition_index(*p).with_acknowledgement_batches(
+            acks.iter()
+                .map(|(a, b, ty)| {
+                    f::AcknowledgementBatch::default()
+                        .with_first_offset(*a)
+                        .with_last_offset(*b)
+                        .with_acknowledge_types(ty.clone())
+                })
+                .collect(),
+        );
+        match topics.iter_mut().find(|x| x.topic_id == *t) {
+            Some(x) => x.partitions.push(part),
+            None => topics.push(f::FetchTopic::default().with_topic_id(*t).with_partitions(vec![part])),
+        }
+    }
+    let req = ShareFetchRequest::default()
+        .with_group_id(Some(GroupId(name(group))))
+        .with_member_id(Some(name(member)))
+        .with_share_session_epoch(epoch)
+        .with_max_wait_ms(wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_max_records(500)
+        .with_batch_size(500)
+        .with_topics(topics);
+    k.call(ApiKey::ShareFetch, 1, &req)
+}
+
+pub fn share_ack(
+    k: &mut Kafka,
+    group: &str,
+    member: &str,
+    epoch: i32,
+    t: Uuid,
+    p: i32,
+    acks: Acks,
+) -> ShareAcknowledgeResponse {
+    use share_acknowledge_request as a;
+    let req = ShareAcknowledgeRequest::default()
+        .with_group_id(Some(GroupId(name(group))))
+        .with_member_id(Some(name(member)))
+        .with_share_session_epoch(epoch)
+        .with_topics(vec![a::AcknowledgeTopic::default().with_topic_id(t).with_partitions(vec![
+            a::AcknowledgePartition::default().with_partition_index(p).with_acknowledgement_batches(
+                acks.iter()
+                    .map(|(x, y, ty)| {
+                        a::AcknowledgementBatch::default()
+                            .with_first_offset(*x)
+                            .with_last_offset(*y)
+                            .with_acknowledge_types(ty.clone())
+                    })
+                    .collect(),
+            ),
+        ])]);
+    k.call(ApiKey::ShareAcknowledge, 1, &req)
+}
+
+/// (offset, delivery count) of every acquired record of one partition in an answer, and
+/// the values of those records.
+pub fn acquired(r: &ShareFetchResponse, t: Uuid, p: i32) -> Vec<(i64, i16, Vec<u8>)> {
+    let Some(d) =
+        r.responses.iter().filter(|x| x.topic_id == t).flat_map(|x| &x.partitions).find(|x| x.partition_index == p)
+    else {
+        return Vec::new();
+    };
+    let mut bytes = d.records.clone().unwrap_or_default();
+    let recs: Vec<_> = if bytes.is_empty() {
+        Vec::new()
+    } else {
+        RecordBatchDecoder::decode_all(&mut bytes).unwrap().into_iter().flat_map(|s| s.records).collect()
+    };
+    let mut out = Vec::new();
+    for a in &d.acquired_records {
+        for o in a.first_offset..=a.last_offset {
+            let v = recs
+                .iter()
+                .find(|r| r.offset == o)
+                .and_then(|r| r.value.clone())
+                .expect("an acquired record is in the answer");
+            out.push((o, a.delivery_count, v.to_vec()));
+        }
+    }
+    out
+}
