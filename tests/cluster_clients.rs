@@ -64,7 +64,7 @@ async fn a_member_that_does_not_lead_forwards_http_to_the_leader_one_hop_only() 
     // What a member answers about itself is its own.
     let (_, v) = send(&c, c.get(cluster.members[f].url("/cluster"))).await;
     assert_eq!((v["nodeId"].as_u64(), v["leading"].as_bool()), (Some(cluster.members[f].id), Some(false)), "{v}");
-    let metrics = c.get(cluster.members[f].url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let metrics = c.get(cluster.members[f].url("/metrics/prometheus")).send().await.unwrap().text().await.unwrap();
     let forwarded: f64 = metrics
         .lines()
         .find_map(|l| l.strip_prefix("baton_http_forwarded_total "))

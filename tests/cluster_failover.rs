@@ -317,7 +317,7 @@ async fn a_follower_plans_no_lease_expiry_of_its_own() {
     tokio::time::sleep(Duration::from_secs(4)).await;
     let log = cluster.members[f].log();
     assert!(!log.contains("storage failed"), "the follower planned and latched:\n{}", common::cluster::tail(&log));
-    let r = c.get(cluster.members[f].url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let r = c.get(cluster.members[f].url("/metrics/prometheus")).send().await.unwrap().text().await.unwrap();
     assert!(r.contains("baton_storage_failed 0"), "the follower is latched");
     // The leader expired the lease: the message comes back, once.
     let mut at = l;

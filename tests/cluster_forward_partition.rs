@@ -85,7 +85,7 @@ fn writers(
 
 /// A follower's forwarding counter from its /metrics.
 async fn counter(c: &reqwest::Client, url: &str, name: &str) -> u64 {
-    let text = c.get(format!("{url}/metrics")).send().await.unwrap().text().await.unwrap();
+    let text = c.get(format!("{url}/metrics/prometheus")).send().await.unwrap().text().await.unwrap();
     text.lines()
         .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse::<f64>().ok()))
         .unwrap_or_else(|| panic!("{name} not in /metrics")) as u64

@@ -22,7 +22,7 @@ fn a_health_answer_from_another_process_on_the_port_is_not_taken_as_ours() {
     let s = Server::start_on(taken, &[]);
     assert_ne!(s.port, taken, "baton could not bind the taken port, so it must be serving on another");
     let mut t = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
-    write!(t, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    write!(t, "GET /metrics/prometheus HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
     let mut out = String::new();
     t.read_to_string(&mut out).unwrap();
     assert!(out.contains("baton_"), "the port the harness reports is served by our baton: {out}");

@@ -86,7 +86,7 @@ fn rejections_below_the_routes_answer_json() {
     let req = b"GET /api/v1/resources/queues/a%20b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     assert_json_error(&exchange(&s, req), 404, "queue_not_found");
     // Each refusal is counted by its code.
-    let (_, _, body) = exchange(&s, b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let (_, _, body) = exchange(&s, b"GET /metrics/prometheus HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     let text = String::from_utf8_lossy(&body);
     for line in [
         "baton_http_errors_total{status=\"400\",code=\"bad_request\"} 2",
@@ -181,7 +181,7 @@ fn connections_over_the_cap_are_answered_503() {
     open.pop();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let got = exchange(&s, b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let got = exchange(&s, b"GET /metrics/prometheus HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
         if got.0 == 200 {
             let text = String::from_utf8_lossy(&got.2).to_string();
             assert!(text.contains("baton_http_connections_open 4"), "three kept and this one");
@@ -233,7 +233,7 @@ fn running_out_of_descriptors_does_not_end_the_listener() {
         let (st, _, body) = read_response(&mut t);
         assert_eq!(st, 200, "connection {i}: {}", String::from_utf8_lossy(&body));
     }
-    let (st, _, body) = exchange(&s, b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let (st, _, body) = exchange(&s, b"GET /metrics/prometheus HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert_eq!(st, 200);
     let text = String::from_utf8_lossy(&body).to_string();
     let errors: u64 = text

@@ -444,7 +444,7 @@ async fn sigterm_exits_0_and_a_restart_keeps_pushes_and_acks() {
 async fn metrics_expose_counters_fsync_latency_and_depth() {
     let api = Api::start();
     api.push_n("met", "Default", "m", 0..3).await;
-    let r = api.c.get(api.s.url("/metrics")).send().await.unwrap();
+    let r = api.c.get(api.s.url("/metrics/prometheus")).send().await.unwrap();
     assert_eq!(r.status(), 200);
     let ct = r.headers()["content-type"].to_str().unwrap().to_string();
     assert!(ct.starts_with("text/plain"), "{ct}");
@@ -455,6 +455,20 @@ async fn metrics_expose_counters_fsync_latency_and_depth() {
     let syncs = api.metric("baton_wal_fdatasync_seconds_count").await;
     assert!(syncs >= 1.0, "the push was synced: {text}");
     assert!(text.contains("baton_queue_depth{queue=\"met\"} 3"), "{text}");
+    // `/metrics` is JSON (Queen's client reads it so) unless a scraper asks for text.
+    let (st, j) = api.get("/metrics").await;
+    assert_eq!(st, 200);
+    assert_eq!(j["metrics"]["baton_pushed_messages_total"], 3.0, "{j}");
+    assert!(j["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["name"] == "baton_queue_depth" && s["labels"]["queue"] == "met" && s["value"] == 3.0));
+    assert_eq!(j["unparsed"], serde_json::json!([]), "every sample parses");
+    let scrape = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    let r = api.c.get(api.s.url("/metrics")).header("accept", scrape).send().await.unwrap();
+    assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/plain"));
+    assert!(r.text().await.unwrap().contains("# TYPE baton_pushed_messages_total counter"));
     let m = api.pop_some("met", "batch=1").await;
     api.ack_ok(&m).await;
     let text = api.metrics().await;
@@ -526,7 +540,10 @@ async fn resources_and_consumer_group_routes_answer_sensible_json() {
         .find(|g| g["name"] == "billing")
         .unwrap_or_else(|| panic!("{groups}"))
         .clone();
-    assert_eq!(billing["totalLag"], 1, "{billing}");
+    // Its first pop of the queue (of p1 only) started the group on every partition of it
+    // (issue 16: a subscription is per group and queue), so p2's unread message is lag too.
+    assert_eq!(billing["totalLag"], 2, "{billing}");
+    assert_eq!(billing["partitions"].as_array().unwrap().len(), 2, "{billing}");
     let g = api.ok("/api/v1/consumer-groups/billing").await;
     assert_eq!(g, billing);
     let p = &g["partitions"][0];

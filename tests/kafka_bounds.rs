@@ -228,7 +228,7 @@ fn connections_past_the_cap_are_closed_as_accepted() {
     let metrics = {
         use std::io::{Read, Write};
         let mut t = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
-        write!(t, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        write!(t, "GET /metrics/prometheus HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
         let mut out = String::new();
         t.read_to_string(&mut out).unwrap();
         out

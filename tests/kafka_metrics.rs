@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 fn metrics(s: &Server) -> String {
     let mut t = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
     t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    t.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    t.write_all(b"GET /metrics/prometheus HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
     let mut body = String::new();
     t.read_to_string(&mut body).unwrap();
     assert!(body.starts_with("HTTP/1.1 200"), "{body}");

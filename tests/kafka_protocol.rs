@@ -392,7 +392,7 @@ fn checkpoints_with_partitions_that_were_never_written_succeed() {
         out
     };
     let metric = |name: &str| -> u64 {
-        let body = get(s.port, "/metrics");
+        let body = get(s.port, "/metrics/prometheus");
         body.lines().find_map(|l| l.strip_prefix(&format!("{name} ")).map(|v| v.parse().unwrap())).unwrap_or(0)
     };
     // A checkpoint is written once a second when something changed.

@@ -76,7 +76,7 @@ async fn an_http_consumer_sees_only_committed_records() {
     let (st, _) = pop(&c).await;
     assert_eq!(st, 204, "nothing is committed yet");
     let metric = |c: &reqwest::Client, name: &'static str| {
-        let url = s.url("/metrics");
+        let url = s.url("/metrics/prometheus");
         let c = c.clone();
         async move {
             let text = c.get(url).send().await.unwrap().text().await.unwrap();

@@ -117,7 +117,14 @@ impl Api {
     }
 
     pub async fn metrics(&self) -> String {
-        self.c.get(self.s.url("/metrics")).send().await.expect("GET /metrics").text().await.expect("metrics text")
+        self.c
+            .get(self.s.url("/metrics/prometheus"))
+            .send()
+            .await
+            .expect("GET /metrics")
+            .text()
+            .await
+            .expect("metrics text")
     }
 
     pub async fn metric(&self, name: &str) -> f64 {

@@ -459,6 +459,41 @@ def test_subscription_mode_new_skips_existing_messages(baton_url: str) -> None:
     run(scenario())
 
 
+def test_subscription_mode_applies_per_group_and_queue(baton_url: str) -> None:
+    """Issue 16 item 1: the mode applies per (group, queue), from the group's first pop on
+    that queue. A group that already reads queue A and first pops queue B with
+    subscriptionMode=new skips B's backlog; a group made with `new` on A that first pops
+    queue C without a mode reads C's whole history (both were decided by the group's first
+    pop anywhere)."""
+
+    async def scenario() -> None:
+        a, b, c = qname("subA"), qname("subB"), qname("subC")
+        async with open_queen(baton_url) as queen:
+            for q in (a, b, c):
+                await configure(queen, q)
+            await push(queen, a, [{"transactionId": f"{a}-0", "data": {"a": 0}}])
+            got = await collect(queen, a, expected=1, group="g-per")
+            assert [m["data"] for m in got] == [{"a": 0}]
+            await push(queen, b, [{"transactionId": f"{b}-old-{i}", "data": {"old": i}} for i in range(3)])
+            await push(queen, c, [{"transactionId": f"{c}-old-{i}", "data": {"old": i}} for i in range(3)])
+            await asyncio.sleep(1.5)
+
+            first = await pop_builder(queen, b, group="g-per", subscription_mode="new", wait=False).pop()
+            assert first == [], f"B's backlog reached a group new to B: {[m.get('data') for m in first]}"
+            await asyncio.sleep(0.5)
+            await push(queen, b, [{"transactionId": f"{b}-new-{i}", "data": {"new": i}} for i in range(2)])
+            fresh = await collect(queen, b, expected=2, group="g-per", subscription_mode="new")
+            assert [m["data"] for m in fresh] == [{"new": 0}, {"new": 1}], [m.get("data") for m in fresh]
+            await assert_nothing_delivered(queen, b, group="g-per", why="B's backlog stays skipped")
+
+            made_new = await pop_builder(queen, a, group="g-made-new", subscription_mode="new", wait=False).pop()
+            assert made_new == []
+            history = await collect(queen, c, expected=3, group="g-made-new")
+            assert sorted(m["data"]["old"] for m in history) == [0, 1, 2], "C's history, asked for with no mode"
+
+    run(scenario())
+
+
 # ---------------------------------------------------------------------------
 # (4) DLQ
 # ---------------------------------------------------------------------------
@@ -698,5 +733,24 @@ def test_a_pushed_trace_id_comes_back_with_the_message(baton_url: str) -> None:
             dlq = await queen.queue(q).dlq().limit(10).get()
             rows = dlq.get("messages", []) if isinstance(dlq, dict) else dlq
             assert any(r.get("traceId") == trace for r in rows), dlq
+
+    run(scenario())
+
+
+def test_admin_metrics_is_json(baton_url: str) -> None:
+    """admin.metrics() reads /metrics as JSON, as Queen serves it there (issue 16 item 1;
+    it was Prometheus text, which the client read as None). Prometheus text stays at
+    /metrics/prometheus (tests/http_semantics.rs checks both)."""
+
+    async def scenario() -> None:
+        q = qname("metrics")
+        async with open_queen(baton_url) as queen:
+            await configure(queen, q)
+            await push(queen, q, [{"transactionId": f"{q}-{i}", "data": {"i": i}} for i in range(2)])
+            m = await queen.admin.metrics()
+            assert isinstance(m, dict), f"admin.metrics() gave {m!r}"
+            assert m["metrics"]["baton_pushed_messages_total"] >= 2, m["metrics"]
+            depth = [s for s in m["series"] if s["name"] == "baton_queue_depth" and s["labels"].get("queue") == q]
+            assert depth and depth[0]["value"] == 2, depth
 
     run(scenario())

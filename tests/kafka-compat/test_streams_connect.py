@@ -104,7 +104,7 @@ def kafka_error_counts(http_url):
     version), from its /metrics: the lines worth reading when a framework
     misbehaves. Printed at teardown (pytest -s shows them)."""
     try:
-        with urllib.request.urlopen(f"{http_url}/metrics", timeout=5) as r:
+        with urllib.request.urlopen(f"{http_url}/metrics/prometheus", timeout=5) as r:
             text = r.read().decode(errors="replace")
     except OSError as e:
         return f"<{http_url}/metrics: {e}>"

@@ -174,7 +174,7 @@ def test_txn_ctp(client, broker):
 def txn_request_counts(baton):
     """Baton's count of each transaction API's requests, from /metrics."""
     import urllib.request
-    with urllib.request.urlopen(f"http://127.0.0.1:{baton.http_port}/metrics", timeout=5) as r:
+    with urllib.request.urlopen(f"http://127.0.0.1:{baton.http_port}/metrics/prometheus", timeout=5) as r:
         text = r.read().decode()
     out = {}
     for api in ("AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn"):

@@ -397,7 +397,7 @@ impl Broker {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).ok()?;
         s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        s.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+        s.write_all(b"GET /metrics/prometheus HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
         let mut buf = String::new();
         s.read_to_string(&mut buf).ok()?;
         buf.lines().find_map(|l| l.strip_prefix("baton_wal_durable_index ")?.trim().parse().ok())

@@ -22,7 +22,9 @@ pub struct BatchSeen {
     pub count: u32,
     /// The `.txid` records its messages must have (recomputed from its records), when its
     /// records could be decoded.
-    pub keys: Option<Vec<[u64; 2]>>,
+    /// Each record's offset and the key its `.txid` record must hold (a compacted batch
+    /// has fewer records than offsets, D50).
+    pub keys: Option<Vec<(u64, [u64; 2])>>,
 }
 
 pub const RECORD: usize = 32;
@@ -164,8 +166,7 @@ fn wrong_key(path: &Path, batches: &[BatchSeen], covered: u64, seg_base: u64) ->
     let bytes = std::fs::read(path).ok()?;
     for b in batches {
         let Some(keys) = &b.keys else { continue };
-        for (k, want) in keys.iter().enumerate() {
-            let o = b.base + k as u64;
+        for &(o, ref want) in keys {
             let j = o.checked_sub(seg_base)?;
             if j >= covered {
                 return None;
@@ -225,7 +226,7 @@ mod tests {
         std::fs::write(&path, &seg).unwrap();
         std::fs::write(path.with_extension("idx"), &idx).unwrap();
         std::fs::write(path.with_extension("txid"), vec![0u8; TXID_RECORD as usize * 5]).unwrap();
-        let mark = MarkView { base: 10, len: seg.len() as u64, batches: None, msgs: None };
+        let mark = MarkView { base: 10, gen: 0, len: seg.len() as u64, batches: None, msgs: None };
         (path, seen, mark)
     }
 

@@ -33,7 +33,7 @@ impl Client {
 
     /// GET /metrics: the Prometheus text.
     pub async fn metrics(&self) -> Result<String> {
-        let (_, b) = self.call(self.http.get(self.path_url("/metrics")).timeout(self.timeout)).await?;
+        let (_, b) = self.call(self.http.get(self.path_url("/metrics/prometheus")).timeout(self.timeout)).await?;
         Ok(String::from_utf8_lossy(&b).into_owned())
     }
 

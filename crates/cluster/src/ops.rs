@@ -44,6 +44,11 @@ impl Member {
         (me, leader, all)
     }
 
+    /// How many voters the membership has.
+    pub fn voter_count(node: &Node<EngineApplier>) -> usize {
+        node.raft.metrics().borrow().membership_config.membership().voter_ids().count()
+    }
+
     /// What `GET /cluster` shows: the members (with the addresses they told), who leads in
     /// which term, how far the log and its application have come here, and, on the leader,
     /// how far each follower has.

@@ -27,8 +27,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 const FILE: &str = "checkpoint.bin";
-/// Format 4 (D29): per-message metadata is in the partitions' index files, not here.
-const MAGIC: &[u8; 8] = b"BATNCKP5";
+/// Format 6 (D50): segment marks name their generation. Format 5 (marks without one, all
+/// generation 0) is still read.
+const MAGIC: &[u8; 8] = b"BATNCKP6";
+const MAGIC_5: &[u8; 8] = b"BATNCKP5";
 /// Formats this build refuses by name: 1 (before D13), 2 (FNV transaction-id hashes, before D21),
 /// 3 (per-message metadata in the checkpoint, before D29).
 const OLD_MAGICS: [&[u8; 8]; 4] = [b"BATNCKP1", b"BATNCKP2", b"BATNCKP3", b"BATNCKP4"];
@@ -123,6 +125,7 @@ impl Snapshot {
             work.dirs.push(state.storage.data_dir.join("partitions"));
         }
         work.graveyard.append(&mut state.graveyard);
+        state.compaction_unsaved = false;
         let visit_us = started.elapsed().as_micros() as u64;
         // A pointer per partition to its checkpointed fields, copied on its next change
         // while this copy lives (D32): deep copies paused the planner 300-400 ms for
@@ -354,20 +357,26 @@ fn load(dir: &Path) -> Result<Option<State>, String> {
 pub(crate) fn decode(bytes: &[u8], path: &Path) -> Result<State, String> {
     if let Some(v) = OLD_MAGICS.iter().position(|m| bytes.len() >= 12 && &bytes[..8] == *m) {
         return Err(format!(
-            "{} was written by an older Baton (checkpoint format {}); this build reads format 5 only: \
-             start with a fresh --data-dir",
+            "{} was written by an older Baton (checkpoint format {}); this build reads formats 5 and 6 \
+             only: start with a fresh --data-dir",
             path.display(),
             v + 1
         ));
     }
-    if bytes.len() < 12 || &bytes[..8] != MAGIC {
+    let v5 = bytes.len() >= 12 && &bytes[..8] == MAGIC_5;
+    if bytes.len() < 12 || (&bytes[..8] != MAGIC && !v5) {
         return Err(format!("{} is not a Baton checkpoint", path.display()));
     }
     let crc = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
     if crc32c::crc32c(&bytes[12..]) != crc {
         return Err(format!("{} is damaged (crc mismatch)", path.display()));
     }
-    bincode::deserialize(&bytes[12..]).map_err(|e| format!("decode {}: {e}", path.display()))
+    let body = || bincode::deserialize(&bytes[12..]).map_err(|e| format!("decode {}: {e}", path.display()));
+    if v5 {
+        crate::store::legacy_marks(body)
+    } else {
+        body()
+    }
 }
 
 /// Rebuild the state from disk; returns it with the next WAL index.
@@ -483,7 +492,7 @@ fn preflight(state: &State, had_checkpoint: bool, parts_dir: &Path, wal: Option<
         let dir = state.part_dir(*id);
         for m in &p.marks {
             for (kind, want) in [(Kind::Seg, m.len), (Kind::Idx, m.batches * REC), (Kind::Txid, m.msgs * TXID)] {
-                let path = file_path(&dir, m.base, kind);
+                let path = file_path(&dir, m.base, m.gen, kind);
                 let len = match fs::metadata(&path) {
                     Ok(md) => md.len(),
                     Err(e) => return refuse(format!("partition {id}: {} is missing ({e})", path.display())),

@@ -41,6 +41,8 @@ pub struct EngineConfig {
     /// Requests waiting for the planner; one more is answered `overloaded` (429) at once
     /// rather than blocking the front door's thread.
     pub max_queued_requests: usize,
+    /// Distinct keys one compaction pass tracks (D50); 0 turns compaction off.
+    pub compaction_max_keys: usize,
 }
 
 impl EngineConfig {
@@ -57,6 +59,7 @@ impl EngineConfig {
             checkpoint_interval: Duration::from_secs(30),
             limits: crate::limits::Limits::default(),
             max_queued_requests: 65_536,
+            compaction_max_keys: crate::compact::DEFAULT_MAX_KEYS,
         }
     }
 }
@@ -643,6 +646,7 @@ pub(crate) fn open_state(cfg: &EngineConfig, wal: Option<&WalConfig>) -> Result<
         store: Arc::new(crate::files::Store::new(cfg.max_open_files, cfg.index_cache_bytes)),
         unsynced: Default::default(),
         fs_sync: None,
+        compactor: None,
     };
     let (mut state, next_index) = checkpoint::recover(storage, wal)?;
     // The clock continues the last run's on this boot (D33), never behind the log (I5).
@@ -656,6 +660,11 @@ pub(crate) fn open_state(cfg: &EngineConfig, wal: Option<&WalConfig>) -> Result<
         .map_err(|e| format!("start the partition file provisioner: {e}"))?,
     );
     state.storage.defer_writes = true;
+    if cfg.compaction_max_keys > 0 {
+        let c = crate::compact::Compactor::start(state.storage.store.clone(), cfg.compaction_max_keys)
+            .map_err(|e| format!("start the compactor: {e}"))?;
+        state.storage.compactor = Some(Arc::new(c));
+    }
     let parts_dir = cfg.data_dir.join("partitions");
     state.storage.fs_sync =
         Some(Arc::new(std::fs::File::open(&parts_dir).map_err(|e| format!("open {}: {e}", parts_dir.display()))?));

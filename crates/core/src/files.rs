@@ -54,6 +54,10 @@ impl Kind {
 pub struct FileKey {
     pub part: u32,
     pub base: u64,
+    /// The segment's generation: 0 as written, one more each time compaction rewrites it
+    /// (D50). A rewrite is other bytes under another name, so nothing cached of an older
+    /// generation (open file, index block) can answer for a newer one.
+    pub gen: u32,
     pub kind: Kind,
 }
 
@@ -64,8 +68,12 @@ type BlockKey = (FileKey, u64);
 /// hash is safe, and SipHash was a visible share of every index read.
 type Fast = foldhash::fast::RandomState;
 
-pub fn file_path(dir: &Path, base: u64, kind: Kind) -> PathBuf {
-    dir.join(format!("{base:020}.{}", kind.ext()))
+/// `<base:020>.<ext>` as written, `<base:020>.g<gen>.<ext>` once compaction rewrote it (D50).
+pub fn file_path(dir: &Path, base: u64, gen: u32, kind: Kind) -> PathBuf {
+    match gen {
+        0 => dir.join(format!("{base:020}.{}", kind.ext())),
+        g => dir.join(format!("{base:020}.g{g}.{}", kind.ext())),
+    }
 }
 
 /// Counters for /metrics.
@@ -92,6 +100,8 @@ pub struct Store {
     max_open: usize,
     /// Partitions with file work waiting (see [`Waiting`]).
     pub waiting: Waiting,
+    /// What compaction did (D50), for /metrics.
+    pub compaction: crate::compact::CompactStats,
 }
 
 /// Partitions with file work waiting, so the planner's periodic passes visit only those:
@@ -99,15 +109,20 @@ pub struct Store {
 /// was a pause of its own with 100,000 partitions (issue 18). A partition is listed once
 /// while its flag ([`crate::store::PartitionFiles`] keeps it) is set; only the pass that
 /// drains a list clears the flags of what it drained.
+/// (partition, segment base, generation, batches, messages) an index write put in the files.
+pub type Confirmed = (u32, u64, u32, u64, u64);
+
 #[derive(Debug, Default)]
 pub struct Waiting {
     /// Appended to, or holding files not yet placed, since the last writeback sweep.
     pub sweep: Mutex<Vec<u32>>,
     /// Changed since the last checkpoint took its marks: written, or a segment made or retired.
     pub checkpoint: Mutex<Vec<u32>>,
-    /// Index tails written off the planner: (partition, segment base, batches, messages)
-    /// the files now hold, for the planner to drop from its tails (D31).
-    pub confirmed: Mutex<Vec<(u32, u64, u64, u64)>>,
+    /// Index tails written off the planner: (partition, segment base, generation, batches,
+    /// messages) the files now hold, for the planner to drop from its tails (D31).
+    pub confirmed: Mutex<Vec<Confirmed>>,
+    /// Segments the compactor rewrote, for the planner to swap in (D50).
+    pub compacted: Mutex<Vec<crate::compact::Rewritten>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -163,6 +178,7 @@ impl Store {
             stats: FileStats::default(),
             max_open,
             waiting: Waiting::default(),
+            compaction: Default::default(),
         }
     }
 
@@ -244,11 +260,11 @@ impl Store {
         }
     }
 
-    /// Forget the files of a retired segment (they are about to be deleted).
-    pub fn forget(&self, part: u32, base: u64) {
+    /// Forget the files of a retired or rewritten segment (they are about to be deleted).
+    pub fn forget(&self, part: u32, base: u64, gen: u32) {
         let mut open = self.open.lock();
         for kind in Kind::ALL {
-            open.pop(&FileKey { part, base, kind });
+            open.pop(&FileKey { part, base, gen, kind });
         }
     }
 
@@ -328,8 +344,8 @@ mod tests {
         let s = Store::new(8, 1 << 20);
         let mut held = Vec::new();
         for i in 0..20u64 {
-            let key = FileKey { part: 1, base: i, kind: Kind::Seg };
-            let f = s.get(key, &file_path(d.path(), i, Kind::Seg), true).unwrap();
+            let key = FileKey { part: 1, base: i, gen: 0, kind: Kind::Seg };
+            let f = s.get(key, &file_path(d.path(), i, 0, Kind::Seg), true).unwrap();
             f.write_all_at(&i.to_le_bytes(), 0).unwrap();
             if i == 0 {
                 held.push(f);
@@ -341,8 +357,8 @@ mod tests {
         let mut b = [0u8; 8];
         held[0].read_exact_at(&mut b, 0).unwrap();
         assert_eq!(u64::from_le_bytes(b), 0);
-        let key = FileKey { part: 1, base: 0, kind: Kind::Seg };
-        let again = s.get(key, &file_path(d.path(), 0, Kind::Seg), false).unwrap();
+        let key = FileKey { part: 1, base: 0, gen: 0, kind: Kind::Seg };
+        let again = s.get(key, &file_path(d.path(), 0, 0, Kind::Seg), false).unwrap();
         again.read_exact_at(&mut b, 0).unwrap();
         assert_eq!(u64::from_le_bytes(b), 0);
         assert_eq!(s.stats.opens.load(Relaxed), 21);
@@ -352,8 +368,8 @@ mod tests {
     fn a_block_is_cached_until_invalidated() {
         let d = tempfile::tempdir().unwrap();
         let s = Store::new(8, 1 << 20);
-        let key = FileKey { part: 2, base: 0, kind: Kind::Idx };
-        let f = s.get(key, &file_path(d.path(), 0, Kind::Idx), true).unwrap();
+        let key = FileKey { part: 2, base: 0, gen: 0, kind: Kind::Idx };
+        let f = s.get(key, &file_path(d.path(), 0, 0, Kind::Idx), true).unwrap();
         f.write_all_at(b"abc", 0).unwrap();
         let file = || Ok(f.clone());
         assert_eq!(&s.block(key, 0, file).unwrap()[..], b"abc");

@@ -288,8 +288,8 @@ mod tests {
     fn records_round_trip_through_the_tail_and_the_files() {
         let d = tempfile::tempdir().unwrap();
         let store = Store::new(16, 1 << 20);
-        let key = FileKey { part: 1, base: 100, kind: Kind::Seg };
-        let open = |k: Kind| store.get(FileKey { kind: k, ..key }, &file_path(d.path(), 100, k), true).unwrap();
+        let key = FileKey { part: 1, base: 100, gen: 0, kind: Kind::Seg };
+        let open = |k: Kind| store.get(FileKey { kind: k, ..key }, &file_path(d.path(), 100, 0, k), true).unwrap();
         let (idx, txid) = (open(Kind::Idx), open(Kind::Txid));
         let mut s = SegIndex::default();
         let mut pos = 0;

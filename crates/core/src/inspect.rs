@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 pub struct MarkView {
     /// The offset of the segment's first message (its file name).
     pub base: u64,
+    /// The generation of its files (D50): 0 as written.
+    pub gen: u32,
     /// Bytes of the file the checkpoint covers; recovery cuts the file back to this.
     pub len: u64,
     /// Index records (`<base>.idx`) the checkpoint covers.
@@ -82,9 +84,9 @@ pub fn partition_dir(data_dir: &Path, id: PartId) -> PathBuf {
     partitions_dir(data_dir).join(id.to_string())
 }
 
-/// `<part dir>/<base:020>.seg`.
-pub fn segment_path(part_dir: &Path, base: u64) -> PathBuf {
-    crate::files::file_path(part_dir, base, crate::files::Kind::Seg)
+/// `<part dir>/<base:020>.seg`, or `<base:020>.g<gen>.seg` once compacted (D50).
+pub fn segment_path(part_dir: &Path, base: u64, gen: u32) -> PathBuf {
+    crate::files::file_path(part_dir, base, gen, crate::files::Kind::Seg)
 }
 
 /// The checkpoint, checked as recovery checks it (magic, CRC, decode); `Ok(None)` when
@@ -103,7 +105,13 @@ pub fn read_checkpoint(data_dir: &Path) -> Result<Option<CheckpointView>, String
             marks: p
                 .marks
                 .iter()
-                .map(|m| MarkView { base: m.base, len: m.len, batches: Some(m.batches), msgs: Some(m.msgs) })
+                .map(|m| MarkView {
+                    base: m.base,
+                    gen: m.gen,
+                    len: m.len,
+                    batches: Some(m.batches),
+                    msgs: Some(m.msgs),
+                })
                 .collect(),
             hash_key: state.hash_key,
         })

@@ -53,7 +53,7 @@ pub fn state_files(data_dir: &Path) -> Result<Option<StateFiles>, String> {
                 (Kind::Idx, m.batches * crate::index::REC),
                 (Kind::Txid, m.msgs * crate::index::TXID),
             ] {
-                files.push((file_path(&dir, m.base, kind).display().to_string(), len));
+                files.push((file_path(&dir, m.base, m.gen, kind).display().to_string(), len));
             }
         }
     }
@@ -72,6 +72,12 @@ pub fn checked_rel(rel: &str) -> Result<PathBuf, String> {
     };
     let digits = |s: &str| !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit());
     let (base, ext) = file.split_once('.').ok_or_else(bad)?;
+    // A compacted segment's files carry their generation: `<base>.g<gen>.<ext>` (D50).
+    let ext = match ext.split_once('.') {
+        Some((g, rest)) if g.len() > 1 && g.len() <= 11 && g.starts_with('g') && digits(&g[1..]) => rest,
+        Some(_) => return Err(bad()),
+        None => ext,
+    };
     if !digits(id) || base.len() != 20 || !digits(base) || !matches!(ext, "seg" | "idx" | "txid") {
         return Err(bad());
     }
@@ -199,7 +205,11 @@ mod tests {
 
     #[test]
     fn only_partition_file_names_are_accepted() {
-        for ok in ["partitions/0/00000000000000000000.seg", "partitions/17/00000000000000000100.txid"] {
+        for ok in [
+            "partitions/0/00000000000000000000.seg",
+            "partitions/17/00000000000000000100.txid",
+            "partitions/17/00000000000000000100.g3.idx",
+        ] {
             assert!(checked_rel(ok).is_ok(), "{ok}");
         }
         for bad in [
@@ -210,6 +220,10 @@ mod tests {
             "partitions/1/00000000000000000000.seg/x",
             "partitions/x/00000000000000000000.seg",
             "partitions/1/0.seg",
+            "partitions/1/00000000000000000000.g.seg",
+            "partitions/1/00000000000000000000.gx.seg",
+            "partitions/1/00000000000000000000.g1.g2.seg",
+            "partitions/1/00000000000000000000.g1.log",
             "partitions/1/00000000000000000000.exe",
             "partitions//00000000000000000000.seg",
         ] {

@@ -36,6 +36,8 @@ pub struct Planner {
     pub limits: Limits,
     /// Set when the request being planned was refused after it emitted an effect.
     broken: Option<String>,
+    /// (group, queue) -> a partition of the queue where the group had a cursor (subscribe.rs).
+    pub(crate) started: HashMap<(GroupId, QueueId), PartId>,
 }
 
 pub(crate) type Planned<T> = Result<T, CoreError>;
@@ -64,6 +66,7 @@ impl Planner {
             wakeups: Vec::new(),
             limits,
             broken: None,
+            started: HashMap::new(),
         }
     }
 
@@ -377,6 +380,9 @@ impl Planner {
             None => None,
         };
         let group = self.ensure_group(&group_name, req.from_ts)?;
+        if group_name != QUEUE_MODE {
+            self.start_group_on_queue(q, group, req.from_ts)?;
+        }
         let opts = self.state.queues[&q].options.clone();
         let lease_us = req.lease_secs.unwrap_or(opts.lease_time).max(1).saturating_mul(1_000_000);
         let delay_us = opts.delayed_processing.saturating_mul(1_000_000);

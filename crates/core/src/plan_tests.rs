@@ -283,7 +283,7 @@ fn i1_replay_rebuilds_the_same_state() {
         for m in a.marks() {
             for kind in crate::files::Kind::ALL {
                 let path = |d: &std::path::Path| {
-                    crate::files::file_path(&d.join("partitions").join(id.to_string()), m.base, kind)
+                    crate::files::file_path(&d.join("partitions").join(id.to_string()), m.base, m.gen, kind)
                 };
                 let ra = std::fs::read(path(&f._dir.path().join("live"))).unwrap();
                 let rb = std::fs::read(path(&dir)).unwrap();

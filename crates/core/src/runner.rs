@@ -468,6 +468,7 @@ impl PlannerLoop {
                 let _ = self.writeback.send((files, tails, None));
             }
             self.p.state.confirm_index_writes();
+            self.p.state.compaction_tick();
         }
         // A member that does not lead plans nothing (D40), from a request or from a tick: a
         // lease expiry planned here would take an index the leader gives another entry, and
@@ -555,7 +556,7 @@ impl PlannerLoop {
     fn checkpoint(&mut self, sync_now: bool) -> Result<(), CheckpointError> {
         self.flush();
         self.last_checkpoint = Instant::now();
-        if self.p.state.applied_index == self.checkpointed_index {
+        if self.p.state.applied_index == self.checkpointed_index && !self.p.state.compaction_unsaved {
             return Ok(());
         }
         // One checkpoint at a time: they share the temp file, and an older one

@@ -102,6 +102,9 @@ pub struct StorageConfig {
     /// must answer for, so `syncfs` reports every writeback error since (Linux ≥ 5.8).
     /// `None` during recovery and in tests: then every file is synced by name.
     pub fs_sync: Option<Arc<std::fs::File>>,
+    /// The compactor thread of `cleanup.policy=compact` topics (D50); `None` when
+    /// `--compaction-max-keys` is 0, during recovery and in tests.
+    pub compactor: Option<Arc<crate::compact::Compactor>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -147,6 +150,10 @@ pub struct State {
     /// by the next checkpoint (which no longer names them).
     #[serde(skip)]
     pub graveyard: Vec<PathBuf>,
+    /// A compacted segment was swapped in since the last checkpoint (D50): the next one is
+    /// taken even with no new entry, so the rewrite becomes durable and the old files go.
+    #[serde(skip)]
+    pub compaction_unsaved: bool,
     /// Pop candidates per queue and group (D30), derived: not in checkpoints.
     #[serde(skip)]
     pub ready: crate::ready::ReadyIndex,
@@ -192,9 +199,9 @@ impl State {
     /// since (D31: the writeback sweep and checkpoints write index records off the planner).
     pub fn confirm_index_writes(&mut self) {
         let done = std::mem::take(&mut *self.storage.store.waiting.confirmed.lock());
-        for (part, base, batches, msgs) in done {
+        for (part, base, gen, batches, msgs) in done {
             if let Some(f) = self.parts.get_mut(&part).and_then(|p| p.files.as_mut()) {
-                f.confirm(base, batches, msgs);
+                f.confirm(base, gen, batches, msgs);
             }
         }
     }

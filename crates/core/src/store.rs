@@ -25,6 +25,8 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub struct Segment {
     pub base: u64,
+    /// 0 as written; compaction's rewrites count up (D50).
+    pub gen: u32,
     pub len: u64,
     pub index: SegIndex,
     /// Written since the last checkpoint took its marks.
@@ -49,8 +51,10 @@ impl Drop for Pinned {
 }
 
 /// What a checkpoint records of one segment: the lengths recovery cuts the files back
-/// to (`.seg` bytes, `.idx` records, `.txid` hashes) and the time range of its batches.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// to (`.seg` bytes, `.idx` records, `.txid` hashes), the time range of its batches, and
+/// which generation of its files is the segment (D50). Checkpoint format 5 had no `gen`:
+/// [`crate::checkpoint`] reads it through [`legacy_marks`] as generation 0.
+#[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SegmentMark {
     pub base: u64,
     pub len: u64,
@@ -58,6 +62,50 @@ pub struct SegmentMark {
     pub msgs: u64,
     pub first_ts: Micros,
     pub last_ts: Micros,
+    pub gen: u32,
+}
+
+thread_local! {
+    static LEGACY_MARKS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` (a checkpoint decode) reading marks in format 5's layout, without `gen`.
+pub fn legacy_marks<T>(f: impl FnOnce() -> T) -> T {
+    LEGACY_MARKS.with(|l| l.set(true));
+    let out = f();
+    LEGACY_MARKS.with(|l| l.set(false));
+    out
+}
+
+impl<'de> Deserialize<'de> for SegmentMark {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct V5 {
+            base: u64,
+            len: u64,
+            batches: u64,
+            msgs: u64,
+            first_ts: Micros,
+            last_ts: Micros,
+        }
+        #[derive(Deserialize)]
+        struct V6 {
+            base: u64,
+            len: u64,
+            batches: u64,
+            msgs: u64,
+            first_ts: Micros,
+            last_ts: Micros,
+            gen: u32,
+        }
+        if LEGACY_MARKS.with(|l| l.get()) {
+            let m = V5::deserialize(d)?;
+            let V5 { base, len, batches, msgs, first_ts, last_ts } = m;
+            return Ok(SegmentMark { base, len, batches, msgs, first_ts, last_ts, gen: 0 });
+        }
+        let V6 { base, len, batches, msgs, first_ts, last_ts, gen } = V6::deserialize(d)?;
+        Ok(SegmentMark { base, len, batches, msgs, first_ts, last_ts, gen })
+    }
 }
 
 /// One segment's index tail for another thread to write (D31): by path through the store,
@@ -66,6 +114,7 @@ pub struct SegmentMark {
 pub struct TailWrite {
     part: u32,
     base: u64,
+    gen: u32,
     dir: PathBuf,
     /// `.idx` and `.txid` handles of a pinned segment.
     pinned: [Option<Arc<File>>; 2],
@@ -81,22 +130,24 @@ impl TailWrite {
             if bytes.is_empty() {
                 continue;
             }
-            let key = FileKey { part: self.part, base: self.base, kind };
+            let key = FileKey { part: self.part, base: self.base, gen: self.gen, kind };
             // Opened for this write only when closed: a thread writing thousands of cold
             // partitions' records must not fill the open set (nor reopen a retired file).
             let f = match self.pinned[n].clone().or_else(|| store.peek(key)) {
                 Some(f) => f,
-                None => Arc::new(fs::OpenOptions::new().write(true).open(file_path(&self.dir, self.base, kind))?),
+                None => {
+                    Arc::new(fs::OpenOptions::new().write(true).open(file_path(&self.dir, self.base, self.gen, kind))?)
+                }
             };
             f.write_all_at(bytes, at)?;
         }
-        store.waiting.confirmed.lock().push((self.part, self.base, b.batches, b.msgs));
+        store.waiting.confirmed.lock().push((self.part, self.base, self.gen, b.batches, b.msgs));
         Ok(())
     }
 
     /// The segment's `.idx` path (what a graveyard entry covers when it was retired).
     pub fn path(&self) -> PathBuf {
-        file_path(&self.dir, self.base, Kind::Idx)
+        file_path(&self.dir, self.base, self.gen, Kind::Idx)
     }
 }
 
@@ -122,6 +173,8 @@ pub struct PartitionFiles {
     /// Listed in the store's [`crate::files::Waiting`] lists (each at most once).
     in_sweep: bool,
     in_checkpoint: bool,
+    /// The offset the last compaction pass offered read up to (D50; 0 after a start).
+    pub compacted_through: u64,
 }
 
 /// What a checkpoint takes from one partition ([`PartitionFiles::checkpoint`]).
@@ -139,10 +192,11 @@ pub struct ReadSpan {
     pub file: Arc<File>,
     pub pos: u64,
     pub len: u32,
-    /// (partition, segment base): with `pos`, names these bytes for the life of the process
-    /// (partition ids are never reused, stored bytes never change), so a cache can key by it
-    /// without holding the file open.
-    pub id: (u32, u64),
+    /// (partition, segment base, generation): with `pos`, names these bytes for the life of
+    /// the process (partition ids are never reused, stored bytes never change, and a
+    /// compacted segment is another generation, D50), so a cache can key by it without
+    /// holding the file open.
+    pub id: (u32, u64, u32),
 }
 
 impl ReadSpan {
@@ -155,7 +209,7 @@ impl ReadSpan {
 
 #[cfg(test)]
 fn seg_path(dir: &Path, base: u64) -> PathBuf {
-    file_path(dir, base, Kind::Seg)
+    file_path(dir, base, 0, Kind::Seg)
 }
 
 fn kind_no(k: Kind) -> usize {
@@ -179,6 +233,7 @@ impl PartitionFiles {
             touched: false,
             in_sweep: false,
             in_checkpoint: false,
+            compacted_through: 0,
         }
     }
 
@@ -192,7 +247,8 @@ impl PartitionFiles {
         marks: &[SegmentMark],
     ) -> io::Result<PartitionFiles> {
         fs::create_dir_all(&dir)?;
-        let keep: Vec<PathBuf> = marks.iter().flat_map(|m| Kind::ALL.map(|k| file_path(&dir, m.base, k))).collect();
+        let keep: Vec<PathBuf> =
+            marks.iter().flat_map(|m| Kind::ALL.map(|k| file_path(&dir, m.base, m.gen, k))).collect();
         for ent in fs::read_dir(&dir)? {
             let p = ent?.path();
             if !keep.contains(&p) {
@@ -202,7 +258,7 @@ impl PartitionFiles {
         let mut segments = Vec::new();
         for m in marks {
             for (kind, want) in [(Kind::Seg, m.len), (Kind::Idx, m.batches * REC), (Kind::Txid, m.msgs * TXID)] {
-                let path = file_path(&dir, m.base, kind);
+                let path = file_path(&dir, m.base, m.gen, kind);
                 let actual = fs::metadata(&path).map(|md| md.len()).unwrap_or(0);
                 if actual != want {
                     if actual < want {
@@ -214,6 +270,7 @@ impl PartitionFiles {
             }
             segments.push(Segment {
                 base: m.base,
+                gen: m.gen,
                 len: m.len,
                 index: SegIndex::restored(m.batches, m.msgs, m.first_ts, m.last_ts),
                 dirty: false,
@@ -233,12 +290,13 @@ impl PartitionFiles {
                 msgs: s.index.msgs,
                 first_ts: s.index.first_ts,
                 last_ts: s.index.last_ts,
+                gen: s.gen,
             })
             .collect()
     }
 
-    fn key(&self, base: u64, kind: Kind) -> FileKey {
-        FileKey { part: self.part, base, kind }
+    fn key(&self, s: &Segment, kind: Kind) -> FileKey {
+        FileKey { part: self.part, base: s.base, gen: s.gen, kind }
     }
 
     /// The open file `kind` of segment `i`: its pinned handle, or through the store.
@@ -247,7 +305,7 @@ impl PartitionFiles {
         if let Some(f) = s.pinned.as_ref().and_then(|p| p.files[kind_no(kind)].clone()) {
             return Ok(f);
         }
-        self.store.get_with(self.key(s.base, kind), || file_path(&self.dir, s.base, kind), false)
+        self.store.get_with(self.key(s, kind), || file_path(&self.dir, s.base, s.gen, kind), false)
     }
 
     /// Append a batch whose first offset is `base`; returns (segment base, position).
@@ -368,17 +426,17 @@ impl PartitionFiles {
                 let pinned = s.pinned.as_ref().map_or([None, None], |p| {
                     [p.files[kind_no(Kind::Idx)].clone(), p.files[kind_no(Kind::Txid)].clone()]
                 });
-                out.push(TailWrite { part: self.part, base: s.base, dir: self.dir.clone(), pinned, bytes });
+                out.push(TailWrite { part: self.part, base: s.base, gen: s.gen, dir: self.dir.clone(), pinned, bytes });
             }
         }
         out
     }
 
     /// The files of segment `base` hold its index up to these counts (a [`TailWrite`] was
-    /// written). A segment retired since is simply gone.
-    pub fn confirm(&mut self, base: u64, batches: u64, msgs: u64) {
-        let key = self.key(base, Kind::Seg);
-        if let Some(s) = self.segments.iter_mut().find(|s| s.base == base) {
+    /// written). A segment retired or rewritten since is simply gone.
+    pub fn confirm(&mut self, base: u64, gen: u32, batches: u64, msgs: u64) {
+        let key = FileKey { part: self.part, base, gen, kind: Kind::Seg };
+        if let Some(s) = self.segments.iter_mut().find(|s| s.base == base && s.gen == gen) {
             s.index.confirm(&self.store, key, batches, msgs);
         }
     }
@@ -409,8 +467,8 @@ impl PartitionFiles {
             }
             // The directory may still be waiting for an earlier placement.
             let res = fs::create_dir_all(&self.dir).and_then(|_| {
-                let path = file_path(&self.dir, base, k);
-                let f = self.store.get(self.key(base, k), &path, true)?;
+                let path = file_path(&self.dir, base, 0, k);
+                let f = self.store.get(FileKey { part: self.part, base, gen: 0, kind: k }, &path, true)?;
                 f.set_len(0)?;
                 Ok(f)
             });
@@ -433,7 +491,7 @@ impl PartitionFiles {
         let mut ticket = 0;
         if let Some(p) = provisioner {
             for (k, spare) in spares {
-                ticket = p.place(spare, self.dir.clone(), file_path(&self.dir, base, k));
+                ticket = p.place(spare, self.dir.clone(), file_path(&self.dir, base, 0, k));
             }
         }
         let pinned = if pins.iter().any(Option::is_some) {
@@ -445,7 +503,7 @@ impl PartitionFiles {
             None
         };
         let has_pins = pinned.is_some();
-        self.segments.push(Segment { base, len: 0, index: SegIndex::default(), dirty: true, pinned });
+        self.segments.push(Segment { base, gen: 0, len: 0, index: SegIndex::default(), dirty: true, pinned });
         self.dir_dirty = true;
         self.note_checkpoint();
         if has_pins {
@@ -482,7 +540,7 @@ impl PartitionFiles {
         }
         let idx = self.file(i, Kind::Idx)?;
         let txid = self.file(i, Kind::Txid)?;
-        let key = self.key(self.segments[i].base, Kind::Seg);
+        let key = self.key(&self.segments[i], Kind::Seg);
         let store = self.store.clone();
         self.segments[i].index.flush(&store, key, &idx, &txid)
     }
@@ -534,7 +592,7 @@ impl PartitionFiles {
 
     pub fn rec(&self, seg: usize, i: u64) -> io::Result<BatchRec> {
         let s = &self.segments[seg];
-        s.index.rec(i, &self.store, self.key(s.base, Kind::Seg), || self.file(seg, Kind::Idx))
+        s.index.rec(i, &self.store, self.key(s, Kind::Seg), || self.file(seg, Kind::Idx))
     }
 
     /// The transaction-id hash of `offset`.
@@ -547,7 +605,7 @@ impl PartitionFiles {
             return Ok(None);
         }
         self.store.stats.txid_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        s.index.txid(j, &self.store, self.key(s.base, Kind::Seg), || self.file(seg, Kind::Txid)).map(|k| Some(k[0]))
+        s.index.txid(j, &self.store, self.key(s, Kind::Seg), || self.file(seg, Kind::Txid)).map(|k| Some(k[0]))
     }
 
     /// The first batch written at or after `ts`.
@@ -629,7 +687,7 @@ impl PartitionFiles {
             if s.index.batches == 0 || s.index.last_ts <= after {
                 continue;
             }
-            let key = self.key(s.base, Kind::Seg);
+            let key = self.key(s, Kind::Seg);
             for i in 0..s.index.batches {
                 let rec = self.rec(seg, i)?;
                 if rec.ts <= after {
@@ -647,7 +705,8 @@ impl PartitionFiles {
     }
 
     pub fn span(&self, seg: usize, rec: &BatchRec) -> io::Result<ReadSpan> {
-        let id = (self.part, self.segments[seg].base);
+        let s = &self.segments[seg];
+        let id = (self.part, s.base, s.gen);
         Ok(ReadSpan { file: self.file(seg, Kind::Seg)?, pos: rec.pos, len: rec.len, id })
     }
 
@@ -663,7 +722,7 @@ impl PartitionFiles {
         if let Some(f) = s.pinned.as_ref().and_then(|p| p.files[kind_no(Kind::Seg)].clone()) {
             return Some(f);
         }
-        self.store.peek(self.key(s.base, Kind::Seg))
+        self.store.peek(self.key(s, Kind::Seg))
     }
 
     /// The directory, if a file was created in it since the last call.
@@ -680,7 +739,7 @@ impl PartitionFiles {
             .filter(|s| s.dirty)
             .flat_map(|s| {
                 s.dirty = false;
-                Kind::ALL.map(|k| file_path(dir, s.base, k))
+                Kind::ALL.map(|k| file_path(dir, s.base, s.gen, k))
             })
             .collect()
     }
@@ -693,8 +752,8 @@ impl PartitionFiles {
         let mut out = Vec::new();
         while self.segments.len() > 1 && self.segments[1].base <= start {
             let s = self.segments.remove(0);
-            self.store.forget(self.part, s.base);
-            out.extend(Kind::ALL.map(|k| file_path(&self.dir, s.base, k)));
+            self.store.forget(self.part, s.base, s.gen);
+            out.extend(Kind::ALL.map(|k| file_path(&self.dir, s.base, s.gen, k)));
         }
         if !out.is_empty() {
             self.note_checkpoint();
@@ -705,7 +764,7 @@ impl PartitionFiles {
     /// Drop every segment; returns the directory to delete after the next checkpoint.
     pub fn retire_all(&mut self) -> PathBuf {
         for s in std::mem::take(&mut self.segments) {
-            self.store.forget(self.part, s.base);
+            self.store.forget(self.part, s.base, s.gen);
         }
         self.note_checkpoint();
         self.dir.clone()
@@ -728,6 +787,9 @@ pub fn start_writeback(f: &File) {
     #[cfg(not(target_os = "linux"))]
     let _ = f;
 }
+
+#[path = "store_compact.rs"]
+mod compact;
 
 #[cfg(test)]
 #[path = "store_tests.rs"]

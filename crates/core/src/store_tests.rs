@@ -32,8 +32,8 @@ fn append_rotate_find_restore_and_delete() {
     let mut r = PartitionFiles::restore(1, dir.clone(), 10, st.clone(), &marks).unwrap();
     assert_eq!(r.marks(), marks);
     assert_eq!(fs::metadata(seg_path(&dir, 1)).unwrap().len(), 6);
-    assert_eq!(fs::metadata(file_path(&dir, 1, Kind::Idx)).unwrap().len(), 2 * REC);
-    assert_eq!(fs::metadata(file_path(&dir, 1, Kind::Txid)).unwrap().len(), 3 * TXID);
+    assert_eq!(fs::metadata(file_path(&dir, 1, 0, Kind::Idx)).unwrap().len(), 2 * REC);
+    assert_eq!(fs::metadata(file_path(&dir, 1, 0, Kind::Txid)).unwrap().len(), 3 * TXID);
     assert_eq!(r.dedup_after(150).unwrap(), vec![(200, [9, 5])], "the flagged key, read back");
     assert!(r.dedup_after(200).unwrap().is_empty());
     assert_eq!(r.txid_at(3).unwrap(), Some(10), "read back from the file");
@@ -160,22 +160,45 @@ fn index_records_written_elsewhere_are_read_from_the_tail_until_confirmed() {
     let (_, tails) = f.sweep(None);
     assert_eq!(tails.len(), 1);
     assert!(f.sweep(None).1.is_empty(), "not handed out twice");
-    assert_eq!(fs::metadata(file_path(&dir, 0, Kind::Idx)).unwrap().len(), REC, "not written yet");
+    assert_eq!(fs::metadata(file_path(&dir, 0, 0, Kind::Idx)).unwrap().len(), REC, "not written yet");
     assert_eq!((f.rec(0, 1).unwrap().base, f.txid_at(2).unwrap()), (1, Some(102)), "from the tail");
     for t in &tails {
         t.write(&st).unwrap();
     }
-    assert_eq!(fs::metadata(file_path(&dir, 0, Kind::Idx)).unwrap().len(), 2 * REC);
-    assert_eq!(fs::metadata(file_path(&dir, 0, Kind::Txid)).unwrap().len(), 3 * TXID);
-    for (part, base, b, m) in std::mem::take(&mut *st.waiting.confirmed.lock()) {
-        assert_eq!((part, base, b, m), (1, 0, 2, 3));
-        f.confirm(base, b, m);
+    assert_eq!(fs::metadata(file_path(&dir, 0, 0, Kind::Idx)).unwrap().len(), 2 * REC);
+    assert_eq!(fs::metadata(file_path(&dir, 0, 0, Kind::Txid)).unwrap().len(), 3 * TXID);
+    for (part, base, gen, b, m) in std::mem::take(&mut *st.waiting.confirmed.lock()) {
+        assert_eq!((part, base, gen, b, m), (1, 0, 0, 2, 3));
+        f.confirm(base, gen, b, m);
     }
     assert!(!f.segments[0].index.has_tail(), "confirmed records leave the tail");
     let r = f.rec(0, 1).unwrap();
     assert_eq!((r.base, r.ts, r.count), (1, 20, 2), "from the file, not the short cached block");
     assert_eq!(f.txid_at(2).unwrap(), Some(102));
     // A confirmation that arrives late (after a newer write) changes nothing.
-    f.confirm(0, 1, 1);
+    f.confirm(0, 0, 1, 1);
     assert_eq!(f.rec(0, 1).unwrap().base, 1);
+}
+
+/// Checkpoint format 5's marks had no generation: read through `legacy_marks` they are
+/// generation 0, and format 6's keep theirs (D50).
+#[test]
+fn format_5_marks_read_as_generation_0() {
+    #[derive(Serialize)]
+    struct V5 {
+        base: u64,
+        len: u64,
+        batches: u64,
+        msgs: u64,
+        first_ts: u64,
+        last_ts: u64,
+    }
+    let old =
+        bincode::serialize(&vec![V5 { base: 7, len: 100, batches: 2, msgs: 3, first_ts: 4, last_ts: 5 }]).unwrap();
+    let m: Vec<SegmentMark> = legacy_marks(|| bincode::deserialize(&old)).unwrap();
+    assert_eq!(m, [SegmentMark { base: 7, len: 100, batches: 2, msgs: 3, first_ts: 4, last_ts: 5, gen: 0 }]);
+    let new = vec![SegmentMark { gen: 4, ..m[0].clone() }];
+    let back: Vec<SegmentMark> = bincode::deserialize(&bincode::serialize(&new).unwrap()).unwrap();
+    assert_eq!(back, new);
+    assert!(legacy_marks(|| bincode::deserialize::<Vec<SegmentMark>>(&old[..old.len() - 1])).is_err());
 }

@@ -85,6 +85,8 @@ async fn pop(
     let timeout = Duration::from_millis(q.timeout.unwrap_or(30_000).min(app.cfg.max_wait_ms));
     let deadline = tokio::time::Instant::now() + timeout;
     let notify = app.engine.pop_notifier(&queue, req.group.as_deref().unwrap_or(QUEUE_MODE));
+    // Pops that leased only records compaction had dropped, settled and tried again (D50).
+    let mut compacted_away = 0;
     loop {
         let woken = notify.notified();
         tokio::pin!(woken);
@@ -92,13 +94,22 @@ async fn pop(
         match app.engine.pop(req.clone()).await {
             Ok(Some(r)) => {
                 let lease = r.lease.map(|l| (l, r.part, r.group.clone(), r.messages.first().map(|m| m.0)));
-                return match (render_pop(r), lease) {
+                let group = r.group.clone();
+                match (render_pop(r), lease) {
                     (Err(e), Some(lease)) => {
                         release(&app, lease, &e).await;
-                        Err(e)
+                        return Err(e);
                     }
-                    (answer, _) => answer,
-                };
+                    (Ok((answer, gone, shown)), Some((l, part, ..))) if !gone.is_empty() => {
+                        settle_compacted(&app, group, l, part, gone).await;
+                        compacted_away += 1;
+                        if shown == 0 && compacted_away < MAX_COMPACTED_POPS {
+                            continue;
+                        }
+                        return Ok(answer);
+                    }
+                    (answer, _) => return answer.map(|(a, ..)| a),
+                }
             }
             Ok(None) => {}
             // A consumer may start before its queue exists: that is "nothing yet".
@@ -114,6 +125,37 @@ async fn pop(
             _ = tokio::time::sleep_until(deadline) => {}
             _ = app.shutdown.triggered() => return Ok(StatusCode::NO_CONTENT.into_response()),
         }
+    }
+}
+
+/// Pops in a row that may find only records compaction dropped before one answers (empty).
+const MAX_COMPACTED_POPS: u32 = 16;
+
+/// Leased offsets whose records compaction dropped (an older record of a key that has a newer
+/// one, D50): nobody can be given them, so they are settled as done under the lease now,
+/// instead of expiring and being retried into the dead-letter queue. Best effort: a failure
+/// leaves them to the lease's expiry, as before.
+async fn settle_compacted(
+    app: &App,
+    group: String,
+    lease: baton_core::LeaseId,
+    part: baton_core::PartId,
+    gone: Vec<u64>,
+) {
+    let items = gone
+        .into_iter()
+        .map(|o| AckItem {
+            part,
+            txid: None,
+            offset: Some(o),
+            lease: Some(lease),
+            status: AckStatus::Completed,
+            error: None,
+        })
+        .collect();
+    let group = (group != QUEUE_MODE).then_some(group);
+    if let Err(e) = app.engine.ack(group, items).await {
+        tracing::debug!(error = %e, "could not settle offsets compaction dropped; they expire with their lease");
     }
 }
 
@@ -177,10 +219,21 @@ struct PopAnswer<'a> {
     messages: Vec<PopMessage<'a>>,
 }
 
-fn render_pop(r: PopResult) -> Result<Response, ApiError> {
+/// The answer, the leased offsets with no record (compaction dropped them, D50), and how
+/// many messages it shows.
+fn render_pop(r: PopResult) -> Result<(Response, Vec<u64>, usize), ApiError> {
     let want: std::collections::HashMap<u64, u32> = r.messages.iter().copied().collect();
     let recs = read_records(&r.spans, |o| want.contains_key(&o))
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?;
+    let gone: Vec<u64> = if recs.len() < want.len() {
+        let shown: std::collections::HashSet<u64> = recs.iter().map(|m| m.offset).collect();
+        let mut g: Vec<u64> = want.keys().copied().filter(|o| !shown.contains(o)).collect();
+        g.sort_unstable();
+        g
+    } else {
+        Vec::new()
+    };
+    let shown = recs.len();
     let pid = partition_uuid(r.part);
     let lease = r.lease.map(baton_core::lease_uuid);
     // Records of one batch share a timestamp: format it once.
@@ -229,7 +282,7 @@ fn render_pop(r: PopResult) -> Result<Response, ApiError> {
         messages,
     })
     .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "render_failed", e.to_string()))?;
-    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
+    Ok((([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response(), gone, shown))
 }
 
 #[derive(Deserialize)]

@@ -16,6 +16,7 @@ pub mod fuzzing;
 mod kv;
 mod listen;
 mod metrics;
+mod metrics_json;
 mod payload;
 mod push;
 mod render;
@@ -223,7 +224,7 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
         .route("/cluster", get(admin::cluster))
         .route("/cluster/members", post(admin::add_member))
         .route("/cluster/members/{id}", delete(admin::remove_member))
-        .route("/metrics", get(metrics::prometheus))
+        .route("/metrics", get(metrics::negotiated))
         .route("/metrics/prometheus", get(metrics::prometheus))
         .route("/api/v1/configure", post(admin::configure))
         .route("/api/v1/push", post(push::push))

@@ -1,6 +1,9 @@
-//! `/metrics` in Prometheus text format: request counters, group-commit batch
-//! sizes, fdatasync latency, queue depth and consumer lag, then whatever the
-//! server hands in through `HttpConfig::extra_metrics` (the Kafka listener's).
+//! The node's metrics: request counters, group-commit batch sizes, fdatasync
+//! latency, queue depth and consumer lag, then whatever the server hands in
+//! through `HttpConfig::extra_metrics` (the Kafka listener's). Written once, as
+//! Prometheus text (`/metrics/prometheus`, and `/metrics` for a scraper that asks
+//! for text); `/metrics` otherwise answers the same samples as JSON, which is
+//! what Queen serves there and its client's `admin.metrics()` reads (issue 16).
 
 use crate::App;
 use axum::extract::State;
@@ -80,6 +83,20 @@ fn label(s: &str) -> String {
 }
 
 pub async fn prometheus(State(app): State<App>) -> Response {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text(&app).await).into_response()
+}
+
+/// `/metrics`: Prometheus text to a client whose `Accept` names it (a Prometheus server
+/// sends `text/plain;version=0.0.4` or `application/openmetrics-text`), JSON otherwise.
+pub async fn negotiated(State(app): State<App>, headers: axum::http::HeaderMap) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if accept.contains("text/plain") || accept.contains("openmetrics") {
+        return prometheus(State(app)).await;
+    }
+    axum::Json(crate::metrics_json::from_text(&text(&app).await)).into_response()
+}
+
+async fn text(app: &App) -> String {
     let mut out = String::new();
     let c = app.engine.counters();
     counter(&mut out, "baton_pushed_messages_total", "Messages accepted by push.", c.pushed.load(Relaxed));
@@ -139,6 +156,33 @@ pub async fn prometheus(State(app): State<App>) -> Response {
         "Partition files that could not be opened (after evicting half the open set on EMFILE).",
         f.stats.open_failures.load(Relaxed),
     );
+    let cs = &f.compaction;
+    for (name, help, v) in [
+        ("baton_compaction_passes_total", "Compaction passes over a partition's closed segments (D50).", &cs.passes),
+        (
+            "baton_compaction_segments_rewritten_total",
+            "Segments rewritten without older records of a key and swapped in by the planner.",
+            &cs.segments_rewritten,
+        ),
+        (
+            "baton_compaction_records_removed_total",
+            "Records compaction dropped (an older record of a key it holds a newer one of).",
+            &cs.records_removed,
+        ),
+        ("baton_compaction_bytes_reclaimed_total", "Segment bytes compaction freed.", &cs.bytes_reclaimed),
+        (
+            "baton_compaction_capped_passes_total",
+            "Passes that met --compaction-max-keys (keys past it were kept).",
+            &cs.capped_passes,
+        ),
+        (
+            "baton_compaction_failures_total",
+            "Passes that failed (I/O or a damaged batch); their segments stay as they were.",
+            &cs.failures,
+        ),
+    ] {
+        counter(&mut out, name, help, v.load(Relaxed));
+    }
     counter(
         &mut out,
         "baton_index_cache_hits_total",
@@ -302,9 +346,9 @@ pub async fn prometheus(State(app): State<App>) -> Response {
         "Ack error texts cut to --max-ack-error-bytes.",
         ACK_ERROR_CUT.load(Relaxed),
     );
-    request_times(&mut out, &app);
+    request_times(&mut out, app);
     if let Some(extra) = &app.cfg.extra_metrics {
         (extra.0)(&mut out);
     }
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
+    out
 }

@@ -32,8 +32,8 @@ pub fn parse_iso(s: &str) -> Option<u64> {
 /// runs), so it holds no file open: partition files stay within
 /// `--max-open-files` (D29).
 struct BatchCache {
-    map: HashMap<((u32, u64), u64), Cached>,
-    order: VecDeque<((u32, u64), u64)>,
+    map: HashMap<((u32, u64, u32), u64), Cached>,
+    order: VecDeque<((u32, u64, u32), u64)>,
 }
 
 /// The span's length, the bytes (CRCs checked when read).

@@ -23,6 +23,9 @@ pub struct Topology {
     pub leader: Option<i32>,
     /// Every broker whose Kafka address is known: (id, host, port); this member's always.
     pub brokers: Vec<(i32, String, i32)>,
+    /// Voters in the membership, whether or not their addresses are known here yet: each
+    /// holds every partition (D42), so this is the replication factor a topic gets.
+    pub voters: usize,
 }
 
 impl Topology {
@@ -81,6 +84,7 @@ impl Ctx {
                 me: 0,
                 leader: Some(0),
                 brokers: vec![(0, self.cfg.advertised_host.clone(), self.cfg.advertised_port)],
+                voters: 1,
             },
         }
     }

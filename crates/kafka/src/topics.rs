@@ -236,7 +236,9 @@ pub async fn create_topics(ctx: &Ctx, req: CreateTopicsRequest, version: i16) ->
         }
         // Every member holds every partition (D42): a factor up to the number of members
         // is met, as a Kafka cluster of that many brokers meets it.
-        let members = ctx.topology().brokers.len() as i16;
+        // The voters, not the brokers whose addresses this member learned: right after an
+        // election those can be fewer, and a factor of 3 on three members was refused.
+        let members = ctx.topology().voters.max(1).min(i16::MAX as usize) as i16;
         if t.replication_factor != -1 && !(1..=members).contains(&t.replication_factor) {
             let msg =
                 format!("replication factor {} is not 1 to {members}, the members Baton has", t.replication_factor);

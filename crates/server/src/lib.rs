@@ -52,6 +52,11 @@ pub struct ServeArgs {
     /// MiB of partition index blocks cached in memory for lookups by offset.
     #[arg(long, env = "BATON_INDEX_CACHE_MB", default_value_t = 64)]
     pub index_cache_mb: u64,
+    /// Distinct keys one compaction pass of a `cleanup.policy=compact` topic tracks (about
+    /// 40 bytes each); records of keys seen past it are kept until a later pass. 0 turns
+    /// compaction off.
+    #[arg(long, env = "BATON_COMPACTION_MAX_KEYS", default_value_t = baton_core::compact::DEFAULT_MAX_KEYS)]
+    pub compaction_max_keys: usize,
     /// Largest HTTP request body accepted; larger bodies get 413.
     #[arg(long, env = "BATON_MAX_BODY_BYTES", default_value_t = 16 << 20)]
     pub max_body_bytes: usize,
@@ -317,6 +322,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         None => a.max_open_files,
     };
     cfg.index_cache_bytes = a.index_cache_mb.max(1) << 20;
+    cfg.compaction_max_keys = a.compaction_max_keys;
     cfg.limits = baton_core::limits::Limits {
         max_frame_bytes: a.max_frame_mb.saturating_mul(1 << 20),
         max_entry_bytes: a.max_entry_mb.saturating_mul(1 << 20),
@@ -626,7 +632,8 @@ fn kafka_topology(node: &baton_replicate::node::Node<baton_cluster::applier::Eng
         })
         .collect();
     let id = |n: u64| i32::try_from(n).unwrap_or(-1);
-    baton_kafka::Topology { me: id(me), leader: leader.map(id), brokers }
+    let voters = baton_cluster::member::Member::voter_count(node);
+    baton_kafka::Topology { me: id(me), leader: leader.map(id), brokers, voters }
 }
 
 async fn start_kafka(

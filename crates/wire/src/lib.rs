@@ -3,6 +3,7 @@
 //! build and read it. The HTTP and Kafka front doors both speak through here,
 //! so a record written by one is read unchanged by the other.
 
+pub mod compact;
 pub mod read;
 pub mod records;
 

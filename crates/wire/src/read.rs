@@ -24,13 +24,13 @@ fn bad(m: impl Into<String>) -> WireError {
 }
 
 /// A bounds-checked cursor over one record.
-struct Cur<'a> {
-    b: &'a [u8],
-    at: usize,
+pub(crate) struct Cur<'a> {
+    pub(crate) b: &'a [u8],
+    pub(crate) at: usize,
 }
 
 impl Cur<'_> {
-    fn varint(&mut self) -> Result<i64, WireError> {
+    pub(crate) fn varint(&mut self) -> Result<i64, WireError> {
         let mut z: u64 = 0;
         for shift in (0..70).step_by(7) {
             let byte = *self.b.get(self.at).ok_or_else(|| bad("record truncated in a varint"))?;
@@ -44,7 +44,7 @@ impl Cur<'_> {
     }
 
     /// A length-prefixed field: `None` for length -1.
-    fn field(&mut self) -> Result<Option<(usize, usize)>, WireError> {
+    pub(crate) fn field(&mut self) -> Result<Option<(usize, usize)>, WireError> {
         let n = self.varint()?;
         if n < 0 {
             return Ok(None);

@@ -177,7 +177,19 @@ pub struct BatchHeader {
     pub base_offset: i64,
     pub length: usize,
     pub record_count: u32,
+    /// The offset of the last record minus the base offset, as written. Compaction keeps it
+    /// when it drops records, so a batch always spans the offsets it was given.
+    pub last_offset_delta: i32,
     pub max_timestamp: i64,
+}
+
+impl BatchHeader {
+    /// The offsets this batch covers: `lastOffsetDelta + 1`, which is the record count of a
+    /// batch as produced (the Kafka door checks it) and stays the same when compaction
+    /// drops records from it.
+    pub fn span(&self) -> u64 {
+        (i64::from(self.last_offset_delta) + 1).max(0) as u64
+    }
 }
 
 impl BatchHeader {
@@ -214,7 +226,8 @@ impl BatchHeader {
         if count < 0 {
             return Err(WireError::BadBatch("negative record count".into()));
         }
-        Ok(BatchHeader { base_offset, length, record_count: count as u32, max_timestamp })
+        let last_offset_delta = i32::from_be_bytes(buf[23..27].try_into().unwrap());
+        Ok(BatchHeader { base_offset, length, record_count: count as u32, last_offset_delta, max_timestamp })
     }
 }
 

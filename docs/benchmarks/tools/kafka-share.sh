@@ -62,7 +62,7 @@ print(f"wrote {count} records of {size} B to {parts} partitions", file=sys.stder
 EOF
 : > "$OUT/runs.txt"
 # Records Baton settled for share consumers: every one the driver counts must be here.
-acked() { curl -s "http://$HTTP/metrics" | sed -n 's/^baton_kafka_share_acknowledged_total //p'; }
+acked() { curl -s "http://$HTTP/metrics/prometheus" | sed -n 's/^baton_kafka_share_acknowledged_total //p'; }
 for r in $(seq 1 "$RUNS"); do
   before=$(acked)
   line=$(BATON_SHARE_COUNT=$COUNT BATON_SHARE_CONSUMERS=$CONSUMERS \

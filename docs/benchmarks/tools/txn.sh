@@ -21,7 +21,7 @@ start() { # a server left running on the port would be measured instead of this 
   for _ in $(seq 100); do curl -sf $URL/health >/dev/null && break; sleep 0.05; done; }
 stop() { kill -TERM $SP; wait $SP 2>/dev/null; }
 cpu() { # label: server CPU per committed transaction, by thread; server-side commit latency
-  curl -s $URL/metrics | python3 -c '
+  curl -s $URL/metrics/prometheus | python3 -c '
 import sys
 d, commit = {}, []
 for l in sys.stdin:

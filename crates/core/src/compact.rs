@@ -1,0 +1,373 @@
+//! Log compaction of `cleanup.policy=compact` topics (issue 15, D50): the latest record
+//! per key is kept, older ones with the same key are dropped from closed segments.
+//!
+//! Owns choosing what to compact (on the planner, from what it already holds: no I/O), the
+//! compactor thread that reads and rewrites segment files off the planner, and handing a
+//! rewritten segment back to the planner, which swaps it in ([`PartitionFiles::swap`]).
+//! Must never change an offset, a batch's span or anything the log replays; never touch the
+//! active segment or any offset at or past the durable last stable offset; never drop a
+//! control record, a record without a key, or a record of an aborted transaction (nor let
+//! one count as the latest of its key); never block the planner on I/O; never hold more
+//! than `max_keys` keys in memory. Each node compacts its own files, as each Kafka replica
+//! runs its own cleaner: compaction is not in the log, and members may hold different
+//! generations of the same segment with the same records readable through them.
+//!
+//! [`PartitionFiles::swap`]: crate::store::PartitionFiles::swap
+
+use crate::files::{file_path, Kind, Store};
+use crate::index::{BatchRec, REC};
+use crate::state::State;
+use parking_lot::{Condvar, Mutex};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// Default for `--compaction-max-keys`: distinct keys one pass tracks (about 40 bytes each).
+pub const DEFAULT_MAX_KEYS: usize = 1_000_000;
+
+/// Counters for /metrics.
+#[derive(Debug, Default)]
+pub struct CompactStats {
+    pub passes: AtomicU64,
+    pub segments_rewritten: AtomicU64,
+    pub records_removed: AtomicU64,
+    pub bytes_reclaimed: AtomicU64,
+    /// Passes that met `--compaction-max-keys`: keys seen after that were kept, not compacted.
+    pub capped_passes: AtomicU64,
+    pub failures: AtomicU64,
+}
+
+/// A segment a pass reads, as the planner knew it when it offered the job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSeg {
+    pub base: u64,
+    pub gen: u32,
+    pub len: u64,
+    pub batches: u64,
+}
+
+/// One pass over one partition's closed segments.
+#[derive(Debug)]
+pub struct Job {
+    pub part: u32,
+    pub dir: PathBuf,
+    pub segs: Vec<JobSeg>,
+    /// Spans of aborted transactions' records (`start -> end`, D48).
+    pub aborted: BTreeMap<u64, u64>,
+}
+
+/// A segment rewritten under its next generation, for the planner to swap in.
+#[derive(Debug, Clone)]
+pub struct Rewritten {
+    pub part: u32,
+    pub dir: PathBuf,
+    pub base: u64,
+    pub old_gen: u32,
+    pub new_gen: u32,
+    pub len: u64,
+    pub batches: u64,
+    /// Records dropped and bytes freed, counted once the planner swaps it in.
+    pub removed: u64,
+    pub reclaimed: u64,
+}
+
+impl Rewritten {
+    /// The new generation's files: deleted when the swap is refused.
+    pub fn files(&self) -> Vec<PathBuf> {
+        Kind::ALL.map(|k| file_path(&self.dir, self.base, self.new_gen, k)).to_vec()
+    }
+}
+
+struct Inner {
+    slot: Mutex<Option<Job>>,
+    cv: Condvar,
+    busy: AtomicBool,
+    stop: AtomicBool,
+    max_keys: usize,
+    store: Arc<Store>,
+}
+
+/// The compactor thread: one job at a time, offered by the planner only while it is idle.
+pub struct Compactor {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Compactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Compactor(busy: {})", self.inner.busy.load(Relaxed))
+    }
+}
+
+impl Compactor {
+    pub fn start(store: Arc<Store>, max_keys: usize) -> io::Result<Compactor> {
+        let inner = Arc::new(Inner {
+            slot: Mutex::new(None),
+            cv: Condvar::new(),
+            busy: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            max_keys: max_keys.max(1),
+            store,
+        });
+        let i = inner.clone();
+        std::thread::Builder::new().name("baton-compact".into()).spawn(move || run(&i))?;
+        Ok(Compactor { inner })
+    }
+
+    fn idle(&self) -> bool {
+        !self.inner.busy.load(Relaxed)
+    }
+
+    fn offer(&self, job: Job) {
+        self.inner.busy.store(true, Relaxed);
+        *self.inner.slot.lock() = Some(job);
+        self.inner.cv.notify_one();
+    }
+}
+
+impl Drop for Compactor {
+    /// The thread ends after the pass it is in (a member's rebuild drops the old state's).
+    fn drop(&mut self) {
+        self.inner.stop.store(true, Relaxed);
+        let _guard = self.inner.slot.lock();
+        self.inner.cv.notify_one();
+    }
+}
+
+fn run(inner: &Inner) {
+    loop {
+        let job = {
+            let mut slot = inner.slot.lock();
+            loop {
+                if inner.stop.load(Relaxed) {
+                    return;
+                }
+                if let Some(j) = slot.take() {
+                    break j;
+                }
+                inner.cv.wait(&mut slot);
+            }
+        };
+        let stats = &inner.store.compaction;
+        match compact(&job, inner.max_keys, stats) {
+            Ok(done) => inner.store.waiting.compacted.lock().extend(done),
+            Err(e) => {
+                stats.failures.fetch_add(1, Relaxed);
+                tracing::warn!(part = job.part, error = %e, "compaction pass failed; the segments stay as they are");
+            }
+        }
+        inner.busy.store(false, Relaxed);
+    }
+}
+
+/// Whether `compact` is among a topic's `cleanup.policy` values.
+fn compacts(configs: &BTreeMap<String, String>) -> bool {
+    configs.get("cleanup.policy").is_some_and(|p| p.split(',').any(|x| x.trim() == "compact"))
+}
+
+impl State {
+    /// The planner's part, each second: swap in what the compactor rewrote, then offer it the
+    /// next partition of a compacted topic with a closed segment no pass has read.
+    pub fn compaction_tick(&mut self) {
+        let done = std::mem::take(&mut *self.storage.store.waiting.compacted.lock());
+        for r in done {
+            let swapped = self.parts.get_mut(&r.part).and_then(|p| p.files.as_mut()).and_then(|f| f.swap(&r));
+            match swapped {
+                Some(old) => {
+                    let st = &self.storage.store.compaction;
+                    st.segments_rewritten.fetch_add(1, Relaxed);
+                    st.records_removed.fetch_add(r.removed, Relaxed);
+                    st.bytes_reclaimed.fetch_add(r.reclaimed, Relaxed);
+                    self.graveyard.extend(old);
+                    self.compaction_unsaved = true;
+                }
+                None => self.graveyard.extend(r.files()),
+            }
+        }
+        let Some(c) = self.storage.compactor.clone() else { return };
+        if !c.idle() {
+            return;
+        }
+        let queues: Vec<_> = self.topic_configs.iter().filter(|(_, m)| compacts(m)).map(|(q, _)| *q).collect();
+        for q in queues {
+            let Some(parts) = self.queues.get(&q).map(|q| q.parts.clone()) else { continue };
+            for id in parts {
+                let Some(p) = self.parts.get_mut(&id) else { continue };
+                let (upto, aborted) = (p.stable_end(), p.txns.hidden.clone());
+                let Some(f) = p.files.as_mut() else { continue };
+                let Some((segs, through)) = f.compaction_segments(upto) else { continue };
+                f.compacted_through = through;
+                let (part, dir) = f.job_target();
+                c.offer(Job { part, dir, segs, aborted });
+                return;
+            }
+        }
+    }
+}
+
+/// The key a pass compares records by: 128 bits of SipHash under a key of this process, so
+/// a client cannot choose two keys that collide.
+struct KeyHash(siphasher::sip128::SipHasher13);
+
+impl KeyHash {
+    fn new() -> KeyHash {
+        use std::hash::BuildHasher;
+        let r = std::collections::hash_map::RandomState::new();
+        KeyHash(siphasher::sip128::SipHasher13::new_with_keys(r.hash_one(1u64), r.hash_one(2u64)))
+    }
+
+    fn of(&self, key: &[u8]) -> u128 {
+        use siphasher::sip128::Hasher128;
+        let mut h = self.0;
+        std::hash::Hasher::write(&mut h, key);
+        h.finish128().as_u128()
+    }
+}
+
+/// A batch written inside a Kafka transaction (whole batches only reach here).
+fn transactional(b: &[u8]) -> bool {
+    b.len() > 22 && baton_wire::is_transactional(b)
+}
+
+fn invalid(e: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+}
+
+/// Every batch of one segment in order, with its index record.
+fn each_batch(job: &Job, s: &JobSeg, mut f: impl FnMut(u64, &BatchRec, &[u8]) -> io::Result<()>) -> io::Result<()> {
+    let idx = File::open(file_path(&job.dir, s.base, s.gen, Kind::Idx))?;
+    let mut seg = BufReader::with_capacity(1 << 20, File::open(file_path(&job.dir, s.base, s.gen, Kind::Seg))?);
+    let (mut pos, mut buf, mut recs) = (0u64, Vec::new(), vec![0u8; 4096 * REC as usize]);
+    let mut i = 0;
+    while i < s.batches {
+        let n = (s.batches - i).min(4096);
+        let chunk = &mut recs[..(n * REC) as usize];
+        idx.read_exact_at(chunk, i * REC)?;
+        for r in chunk.chunks_exact(REC as usize) {
+            let rec = BatchRec::decode(r);
+            if rec.pos != pos || rec.pos + u64::from(rec.len) > s.len {
+                return Err(invalid(format!("segment {} index record {i} does not follow its file", s.base)));
+            }
+            buf.resize(rec.len as usize, 0);
+            seg.read_exact(&mut buf)?;
+            f(i, &rec, &buf)?;
+            pos += u64::from(rec.len);
+            i += 1;
+        }
+    }
+    Ok(())
+}
+
+/// One pass: the latest offset of each key over the job's segments, then each segment with
+/// an older record of some key rewritten without it. Returns the segments rewritten.
+pub fn compact(job: &Job, max_keys: usize, stats: &CompactStats) -> io::Result<Vec<Rewritten>> {
+    let hash = KeyHash::new();
+    let aborted = |o: u64| job.aborted.range(..=o).next_back().is_some_and(|(_, e)| *e > o);
+    let mut latest: HashMap<u128, u64, foldhash::fast::RandomState> = HashMap::default();
+    let mut capped = false;
+    for s in &job.segs {
+        each_batch(job, s, |_, _, b| {
+            // Records of an aborted transaction are no key's latest.
+            let txn = transactional(b);
+            baton_wire::compact::keys_of(b, |o, k| {
+                let Some(k) = k.filter(|_| !(txn && aborted(o))) else { return };
+                let h = hash.of(k);
+                if let Some(v) = latest.get_mut(&h) {
+                    *v = o;
+                } else if latest.len() < max_keys {
+                    latest.insert(h, o);
+                } else {
+                    capped = true;
+                }
+            })
+            .map_err(invalid)?;
+            Ok(())
+        })?;
+    }
+    stats.passes.fetch_add(1, Relaxed);
+    if capped {
+        stats.capped_passes.fetch_add(1, Relaxed);
+    }
+    let mut out = Vec::new();
+    for s in &job.segs {
+        let drop = |txn: bool, o: u64, k: Option<&[u8]>| {
+            k.is_some_and(|k| !(txn && aborted(o)) && latest.get(&hash.of(k)).is_some_and(|l| *l > o))
+        };
+        out.extend(rewrite(job, s, &drop)?);
+    }
+    Ok(out)
+}
+
+/// Segment `s` rewritten under its next generation without the records `drop` names, or
+/// `None` when it drops none (nothing is written then).
+/// Whether a record goes: (its batch is transactional, offset, key).
+type Drops<'a> = dyn Fn(bool, u64, Option<&[u8]>) -> bool + 'a;
+
+fn rewrite(job: &Job, s: &JobSeg, drop: &Drops) -> io::Result<Option<Rewritten>> {
+    let mut drops: HashMap<u64, HashSet<u64>> = HashMap::new();
+    each_batch(job, s, |i, _, b| {
+        let (mut d, txn) = (HashSet::new(), transactional(b));
+        baton_wire::compact::keys_of(b, |o, k| {
+            if drop(txn, o, k) {
+                d.insert(o);
+            }
+        })
+        .map_err(invalid)?;
+        if !d.is_empty() {
+            drops.insert(i, d);
+        }
+        Ok(())
+    })?;
+    if drops.is_empty() {
+        return Ok(None);
+    }
+    let gen = s.gen + 1;
+    let path = |k| file_path(&job.dir, s.base, gen, k);
+    let mut seg = BufWriter::with_capacity(1 << 20, File::create(path(Kind::Seg))?);
+    let mut idx = BufWriter::new(File::create(path(Kind::Idx))?);
+    let (mut pos, mut removed, mut rec_bytes) = (0u64, 0u64, Vec::with_capacity(REC as usize));
+    each_batch(job, s, |i, rec, b| {
+        let bytes = match drops.get(&i) {
+            Some(d) => {
+                removed += d.len() as u64;
+                baton_wire::compact::without(b, |o| !d.contains(&o)).map_err(invalid)?
+            }
+            None => None,
+        };
+        let bytes = bytes.as_deref().unwrap_or(b);
+        seg.write_all(bytes)?;
+        let len = u32::try_from(bytes.len()).map_err(invalid)?;
+        rec_bytes.clear();
+        BatchRec { pos, len, ..*rec }.encode(&mut rec_bytes);
+        idx.write_all(&rec_bytes)?;
+        pos += u64::from(len);
+        Ok(())
+    })?;
+    seg.into_inner().map_err(|e| e.into_error())?;
+    idx.into_inner().map_err(|e| e.into_error())?;
+    // The transaction-id records are by offset and do not change: the same file, linked.
+    let txid = path(Kind::Txid);
+    match fs::remove_file(&txid) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    fs::hard_link(file_path(&job.dir, s.base, s.gen, Kind::Txid), &txid)?;
+    Ok(Some(Rewritten {
+        part: job.part,
+        dir: job.dir.clone(),
+        base: s.base,
+        old_gen: s.gen,
+        new_gen: gen,
+        len: pos,
+        batches: s.batches,
+        removed,
+        reclaimed: s.len.saturating_sub(pos),
+    }))
+}
+
+#[cfg(test)]
+#[path = "compact_tests.rs"]
+mod tests;

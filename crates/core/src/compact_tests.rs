@@ -1,0 +1,144 @@
+//! A compaction pass over real segment files, without a server: what it drops and keeps,
+//! the swap, and what recovery keeps of the generations (D50).
+
+use super::*;
+use crate::store::PartitionFiles;
+use baton_wire::{encode_batch, set_base_offset, NewRecord};
+
+fn store() -> Arc<Store> {
+    Arc::new(Store::new(32, 1 << 20))
+}
+
+/// A batch of `keys` at `base` (a key of "-" is a record without one); transactional when asked.
+fn batch(keys: &[&str], base: u64, txn: bool) -> Vec<u8> {
+    let recs: Vec<NewRecord> = keys
+        .iter()
+        .map(|k| NewRecord { key: (*k != "-").then_some(k.as_bytes()), value: k.as_bytes(), ..Default::default() })
+        .collect();
+    let mut b = encode_batch(&recs, 1_700_000_000_000).unwrap();
+    set_base_offset(&mut b, base);
+    if txn {
+        let a = i16::from_be_bytes([b[21], b[22]]) | baton_wire::ATTR_TRANSACTIONAL;
+        b[21..23].copy_from_slice(&a.to_be_bytes());
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+    }
+    b
+}
+
+/// Append batches (one segment each: the segment size is one byte) and write their index.
+fn partition(part: u32, dir: &std::path::Path, st: &Arc<Store>, batches: &[(&[&str], bool)]) -> PartitionFiles {
+    let mut f = PartitionFiles::create(part, dir.to_path_buf(), 1, st.clone());
+    let mut base = 0;
+    for (i, (keys, txn)) in batches.iter().enumerate() {
+        let txids: Vec<[u64; 2]> = (0..keys.len() as u64).map(|k| [base + k, 0]).collect();
+        f.append(base, 10 + i as u64, &txids, &batch(keys, base, *txn), None).unwrap();
+        base += keys.len() as u64;
+    }
+    f.flush_index().unwrap();
+    f
+}
+
+/// Every (offset, key) readable through the partition's index, in order.
+fn read(f: &PartitionFiles) -> Vec<(u64, String)> {
+    let mut out = Vec::new();
+    let mut at = f.find(0).unwrap();
+    while let Some(found) = at {
+        let bytes = f.span(found.seg, &found.rec).unwrap().read().unwrap();
+        for r in baton_wire::decode_batches(&bytes).unwrap() {
+            let k = r.key.map_or("-".to_string(), |k| String::from_utf8(k.to_vec()).unwrap());
+            out.push((r.offset, k));
+        }
+        at = f.next(&found).unwrap();
+    }
+    out
+}
+
+fn run(f: &mut PartitionFiles, upto: u64, aborted: BTreeMap<u64, u64>) -> (Vec<Rewritten>, Vec<PathBuf>) {
+    let (segs, through) = f.compaction_segments(upto).expect("closed segments to read");
+    f.compacted_through = through;
+    let (part, dir) = f.job_target();
+    let job = Job { part, dir, segs, aborted };
+    let stats = CompactStats::default();
+    let done = compact(&job, 100, &stats).unwrap();
+    let mut old = Vec::new();
+    for r in &done {
+        old.extend(f.swap(r).expect("the segment is as the pass read it"));
+    }
+    (done, old)
+}
+
+#[test]
+fn a_pass_keeps_each_keys_latest_and_every_offset_and_swaps_in_a_generation() {
+    let d = tempfile::tempdir().unwrap();
+    let st = store();
+    let batches: [(&[&str], bool); 5] =
+        [(&["a", "b", "-"], false), (&["a", "c"], false), (&["b", "b"], false), (&["c"], false), (&["a"], false)];
+    let mut f = partition(3, d.path(), &st, &batches);
+    assert_eq!(f.segments.len(), 5);
+    // The active segment (offset 8) is never read; nothing past `upto` either.
+    let (segs, through) = f.compaction_segments(6).unwrap();
+    assert_eq!((segs.len(), through), (2, 5), "segments ending past offset 6 wait");
+    let (done, old) = run(&mut f, u64::MAX, BTreeMap::new());
+    // Closed: a@0 b@1 -@2 | a@3 c@4 | b@5 b@6 | c@7 ; active: a@8.
+    assert_eq!(read(&f), [(2, "-"), (3, "a"), (6, "b"), (7, "c"), (8, "a")].map(|(o, k)| (o, k.to_string())));
+    assert_eq!(done.len(), 3, "the segments with something to drop: {done:?}");
+    assert_eq!(old.len(), 9, "three files of each replaced generation");
+    let marks = f.marks();
+    assert_eq!(marks.iter().map(|m| m.gen).collect::<Vec<_>>(), [1, 1, 1, 0, 0]);
+    assert_eq!(marks[0].batches, 1, "a batch keeps its place in the index");
+    // Offsets still resolve to their batch, and a dropped one to the batch spanning it.
+    assert_eq!(f.find(1).unwrap().unwrap().rec.base, 0);
+    assert_eq!(f.txid_at(1).unwrap(), Some(1), "the transaction-id records are by offset, kept");
+    // Nothing new closed: no second pass is offered.
+    assert!(f.compaction_segments(u64::MAX).is_none());
+
+    // Recovery keeps the generation the marks name and deletes the others.
+    let stray = file_path(d.path(), 0, 7, Kind::Seg);
+    fs::write(&stray, b"a pass cut off by a crash").unwrap();
+    let r = PartitionFiles::restore(3, d.path().to_path_buf(), 1, st.clone(), &marks).unwrap();
+    assert_eq!(read(&r), read(&f));
+    assert!(!stray.exists() && old.iter().all(|p| !p.exists()), "only the marked generation is left");
+    assert!(file_path(d.path(), 0, 1, Kind::Txid).exists());
+}
+
+#[test]
+fn aborted_records_are_nobodys_latest_and_a_changed_segment_is_not_swapped() {
+    let d = tempfile::tempdir().unwrap();
+    let st = store();
+    // b@2 is in an aborted transaction: a@0 stays the latest a... and b@1 the latest b.
+    let batches: [(&[&str], bool); 3] = [(&["a", "b"], false), (&["b", "a"], true), (&["x"], false)];
+    let mut f = partition(3, d.path(), &st, &batches);
+    let aborted = BTreeMap::from([(2, 3)]);
+    let (done, _) = run(&mut f, u64::MAX, aborted);
+    // a@3 is committed (outside the aborted span) and newer than a@0; b@2 is aborted.
+    assert_eq!(read(&f), [(1, "b"), (2, "b"), (3, "a"), (4, "x")].map(|(o, k)| (o, k.to_string())));
+    assert_eq!(done.len(), 1);
+
+    // A swap for a segment retired (or rewritten) since the pass read it is refused.
+    let mut g = partition(4, &d.path().join("g"), &st, &batches);
+    let (segs, _) = g.compaction_segments(u64::MAX).unwrap();
+    let (part, dir) = g.job_target();
+    let job = Job { part, dir, segs, aborted: BTreeMap::new() };
+    let done = compact(&job, 100, &CompactStats::default()).unwrap();
+    assert_eq!(done.len(), 1);
+    g.retire_below(2);
+    assert!(g.swap(&done[0]).is_none());
+}
+
+#[test]
+fn a_pass_tracks_at_most_max_keys_and_keeps_what_it_did_not_track() {
+    let d = tempfile::tempdir().unwrap();
+    let st = store();
+    let batches: [(&[&str], bool); 3] = [(&["a", "b"], false), (&["a", "b"], false), (&["z"], false)];
+    let f = partition(3, d.path(), &st, &batches);
+    let (segs, _) = f.compaction_segments(u64::MAX).unwrap();
+    let (part, dir) = f.job_target();
+    let job = Job { part, dir, segs, aborted: BTreeMap::new() };
+    let stats = CompactStats::default();
+    let done = compact(&job, 1, &stats).unwrap();
+    assert_eq!(stats.capped_passes.load(Relaxed), 1);
+    // Only "a" was tracked: a@0 goes, both b stay.
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].removed, 1);
+}

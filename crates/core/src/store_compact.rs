@@ -1,0 +1,55 @@
+//! A partition's side of compaction (D50): which of its segments a pass may read and
+//! rewrite, and the swap of a rewritten one into its place.
+//!
+//! Must never offer the active segment, a segment whose bytes or index records are not
+//! all in its files, or one reaching past `upto` (the durable last stable offset); a swap
+//! must never apply to a segment that changed since the pass read it (retired, or
+//! rewritten by another pass), and never deletes a file: the old generation goes to the
+//! graveyard, deleted once a checkpoint names the new one.
+
+use super::*;
+use crate::compact::{JobSeg, Rewritten};
+
+impl PartitionFiles {
+    /// The closed segments a compaction pass may read, oldest first, and the offset they
+    /// end at; `None` when there are none past what the last pass covered.
+    pub fn compaction_segments(&self, upto: u64) -> Option<(Vec<JobSeg>, u64)> {
+        let mut out = Vec::new();
+        let mut through = 0;
+        for w in self.segments.windows(2) {
+            let (s, next) = (&w[0], &w[1]);
+            let in_files = s.index.idx_flushed == s.index.batches && s.index.txid_flushed == s.index.msgs;
+            if next.base > upto || s.pinned.is_some() || !in_files {
+                break;
+            }
+            out.push(JobSeg { base: s.base, gen: s.gen, len: s.len, batches: s.index.batches });
+            through = next.base;
+        }
+        (through > self.compacted_through).then_some((out, through))
+    }
+
+    /// This partition's id and directory, for a compaction job.
+    pub fn job_target(&self) -> (u32, PathBuf) {
+        (self.part, self.dir.clone())
+    }
+
+    /// Put a rewritten segment in place of the one the pass read; its old files, to delete
+    /// once a checkpoint no longer names them. `None` when that segment is gone or changed.
+    pub fn swap(&mut self, r: &Rewritten) -> Option<Vec<PathBuf>> {
+        let last = self.segments.len().checked_sub(1)?;
+        let i = self.segments[..last].iter().position(|s| s.base == r.base && s.gen == r.old_gen)?;
+        let s = &mut self.segments[i];
+        if s.index.batches != r.batches {
+            return None;
+        }
+        let old = Kind::ALL.map(|k| file_path(&self.dir, s.base, s.gen, k)).to_vec();
+        self.store.forget(self.part, s.base, s.gen);
+        s.gen = r.new_gen;
+        s.len = r.len;
+        s.index = SegIndex::restored(s.index.batches, s.index.msgs, s.index.first_ts, s.index.last_ts);
+        s.dirty = true;
+        self.dir_dirty = true;
+        self.note_checkpoint();
+        Some(old)
+    }
+}
