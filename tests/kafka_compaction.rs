@@ -6,12 +6,10 @@
 mod common;
 mod kafka_util;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use common::Server;
 use kafka_protocol::messages::*;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::{Compression, RecordBatchDecoder};
 use kafka_util::*;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
@@ -57,31 +55,6 @@ fn create_compacted(k: &mut Kafka, t: &str) {
 
 /// What was written at each offset: (key, value); `None` key for keyless, `None` value for a tombstone.
 type Written = BTreeMap<i64, (Option<Bytes>, Option<Bytes>)>;
-
-fn keyed_batch(recs: &[(Option<Bytes>, Option<Bytes>)], compression: Compression) -> Bytes {
-    let records: Vec<Record> = recs
-        .iter()
-        .enumerate()
-        .map(|(i, (k, v))| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: i as i32 - 1,
-            timestamp: 1_700_000_000_000 + i as i64,
-            key: k.clone(),
-            value: v.clone(),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut b = BytesMut::new();
-    RecordBatchEncoder::encode(&mut b, &records, &RecordEncodeOptions { version: 2, compression }).unwrap();
-    b.freeze()
-}
 
 /// Every record from offset 0 to the high watermark, by offset.
 fn read_all(k: &mut Kafka, t: &str) -> Written {
@@ -237,7 +210,8 @@ fn produce_rounds(k: &mut Kafka, t: &str) -> Written {
             recs.push((None, Some(Bytes::from_static(b"no key"))));
         }
         let c = if round % 2 == 0 { Compression::None } else { Compression::Gzip };
-        let r = k.produce(t, 0, keyed_batch(&recs, c), -1);
+        let stamps: Vec<i64> = (0..recs.len() as i64).map(|i| 1_700_000_000_000 + i).collect();
+        let r = k.produce(t, 0, keyed_batch(&recs, &stamps, c, None), -1);
         assert_eq!((r.error_code, r.base_offset), (0, next), "round {round}");
         for rec in recs {
             written.insert(next, rec);

@@ -178,11 +178,24 @@ pub fn batch_stamped(
     compression: Compression,
     producer: Option<(i64, i16, i32)>,
 ) -> Bytes {
+    let recs: Vec<(Option<Bytes>, Option<Bytes>)> =
+        values.iter().map(|v| (None, Some(Bytes::copy_from_slice(v)))).collect();
+    keyed_batch(&recs, stamps, compression, producer)
+}
+
+/// One v2 batch of (key, value) records (a `None` value is a tombstone), each with the
+/// CreateTime given for it.
+pub fn keyed_batch(
+    kvs: &[(Option<Bytes>, Option<Bytes>)],
+    stamps: &[i64],
+    compression: Compression,
+    producer: Option<(i64, i16, i32)>,
+) -> Bytes {
     let (pid, epoch, seq) = producer.unwrap_or((-1, -1, -1));
-    let recs: Vec<Record> = values
+    let recs: Vec<Record> = kvs
         .iter()
         .enumerate()
-        .map(|(i, v)| Record {
+        .map(|(i, (k, v))| Record {
             transactional: false,
             control: false,
             delete_horizon: false,
@@ -195,8 +208,8 @@ pub fn batch_stamped(
             // batch; without a producer that makes the base sequence -1.
             sequence: if seq < 0 { i as i32 - 1 } else { seq + i as i32 },
             timestamp: stamps[i],
-            key: None,
-            value: Some(Bytes::copy_from_slice(v)),
+            key: k.clone(),
+            value: v.clone(),
             headers: Default::default(),
         })
         .collect();

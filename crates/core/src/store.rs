@@ -88,22 +88,10 @@ impl<'de> Deserialize<'de> for SegmentMark {
             first_ts: Micros,
             last_ts: Micros,
         }
-        #[derive(Deserialize)]
-        struct V6 {
-            base: u64,
-            len: u64,
-            batches: u64,
-            msgs: u64,
-            first_ts: Micros,
-            last_ts: Micros,
-            gen: u32,
-        }
-        if LEGACY_MARKS.with(|l| l.get()) {
-            let m = V5::deserialize(d)?;
-            let V5 { base, len, batches, msgs, first_ts, last_ts } = m;
-            return Ok(SegmentMark { base, len, batches, msgs, first_ts, last_ts, gen: 0 });
-        }
-        let V6 { base, len, batches, msgs, first_ts, last_ts, gen } = V6::deserialize(d)?;
+        // Format 6 is format 5's fields and then `gen`: in bincode a struct is its fields in
+        // order, so the pair (V5, u32) reads it.
+        let (V5 { base, len, batches, msgs, first_ts, last_ts }, gen) =
+            if LEGACY_MARKS.with(|l| l.get()) { (V5::deserialize(d)?, 0) } else { <(V5, u32)>::deserialize(d)? };
         Ok(SegmentMark { base, len, batches, msgs, first_ts, last_ts, gen })
     }
 }
