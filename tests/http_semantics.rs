@@ -516,7 +516,13 @@ async fn resources_and_consumer_group_routes_answer_sensible_json() {
     let d = api.ok("/api/v1/resources/queues/res/depth").await;
     assert_eq!(d["queue"], "res");
     assert_eq!(d["depth"], 3);
-    assert_eq!(d["partitions"], json!([{"partition": "p1", "depth": 2}, {"partition": "p2", "depth": 1}]));
+    assert_eq!(
+        d["partitions"],
+        json!([{"partition": "p1", "pending": 2, "depth": 2}, {"partition": "p2", "pending": 1, "depth": 1}])
+    );
+    // Queen's depth report fields (issue 16 item 1).
+    assert_eq!((&d["pending"], &d["partitionsPending"], &d["effectivePending"]), (&json!(3), &json!(2), &json!(3)));
+    assert_eq!((&d["group"], &d["conflation"]), (&json!(null), &json!(false)));
 
     let (st, v) = api.get("/api/v1/pop/queue/res/partition/p1?wait=false&batch=1&consumerGroup=billing").await;
     assert_eq!(st, 200, "{v}");
@@ -546,6 +552,14 @@ async fn resources_and_consumer_group_routes_answer_sensible_json() {
     assert_eq!(billing["partitions"].as_array().unwrap().len(), 2, "{billing}");
     let g = api.ok("/api/v1/consumer-groups/billing").await;
     assert_eq!(g, billing);
+    // The depth as billing sees it: one of p1 settled, p2 untouched; a group that never
+    // read the queue owes all of it; a bad query is a 400.
+    let d = api.ok("/api/v1/resources/queues/res/depth?group=billing").await;
+    assert_eq!((&d["group"], &d["pending"], &d["partitionsPending"]), (&json!("billing"), &json!(2), &json!(2)), "{d}");
+    let d = api.ok("/api/v1/resources/queues/res/depth?group=nobody").await;
+    assert_eq!(d["pending"], 3, "{d}");
+    let (st, _) = api.get("/api/v1/resources/queues/res/depth?group=a&group=b").await;
+    assert_eq!(st, 400);
     let p = &g["partitions"][0];
     assert_eq!((p["queue"].as_str(), p["partition"].as_str()), (Some("res"), Some("p1")), "{g}");
     assert_eq!((p["offset"].as_u64(), p["end"].as_u64(), p["lag"].as_u64()), (Some(1), Some(2), Some(1)), "{g}");

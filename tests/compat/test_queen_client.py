@@ -754,3 +754,24 @@ def test_admin_metrics_is_json(baton_url: str) -> None:
             assert depth and depth[0]["value"] == 2, depth
 
     run(scenario())
+
+
+def test_get_queue_depth_has_queens_fields(baton_url: str) -> None:
+    """admin.get_queue_depth(name, group) answers pending, partitionsPending, group,
+    conflation and effectivePending, for queue mode and for one group (issue 16 item 1)."""
+
+    async def scenario() -> None:
+        q = qname("depth")
+        async with open_queen(baton_url) as queen:
+            await configure(queen, q)
+            await push(queen, q, [{"transactionId": f"{q}-{i}", "data": {"i": i}} for i in range(4)])
+            d = await queen.admin.get_queue_depth(q)
+            assert (d["pending"], d["partitionsPending"], d["effectivePending"]) == (4, 1, 4), d
+            assert d["group"] is None and d["conflation"] is False, d
+            got = await collect(queen, q, expected=4, group="g-depth")
+            assert len(got) == 4
+            g = await queen.admin.get_queue_depth(q, group="g-depth")
+            assert (g["group"], g["pending"], g["partitionsPending"]) == ("g-depth", 0, 0), g
+            assert [p["pending"] for p in g["partitions"]] == [0], g
+
+    run(scenario())

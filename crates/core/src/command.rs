@@ -168,6 +168,11 @@ pub enum Query {
     Sizes,
     Queues,
     Queue(String),
+    /// A queue's backlog as one consumer group sees it (`None`: queue mode's).
+    QueueFor {
+        queue: String,
+        group: Option<String>,
+    },
     Groups,
     Dlq {
         queue: Option<String>,

@@ -9,7 +9,13 @@ use crate::plan::partition_depth;
 use crate::state::{Queue, State};
 
 fn queue_view(state: &State, q: &Queue) -> QueueView {
-    let gid = state.group_ids.get(QUEUE_MODE).copied();
+    queue_view_for(state, q, QUEUE_MODE)
+}
+
+/// The queue with each partition's depth as `group` sees it: what it has not settled, or
+/// the whole partition for a group that has not started there.
+fn queue_view_for(state: &State, q: &Queue, group: &str) -> QueueView {
+    let gid = state.group_ids.get(group).copied();
     let partitions: Vec<PartitionView> = q
         .parts
         .iter()
@@ -46,6 +52,9 @@ pub fn run(state: &State, q: Query) -> QueryResult {
             QueryResult::Queues(v)
         }
         Query::Queue(name) => QueryResult::Queue(state.queue(&name).map(|q| queue_view(state, q))),
+        Query::QueueFor { queue, group } => QueryResult::Queue(
+            state.queue(&queue).map(|q| queue_view_for(state, q, group.as_deref().unwrap_or(QUEUE_MODE))),
+        ),
         Query::Sizes => {
             // Counted when the planner was made (Planner::with_limits); recounted only if not.
             let kv_bytes = state.held.kv.unwrap_or_else(|| state.count_kv_bytes());

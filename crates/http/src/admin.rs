@@ -154,7 +154,12 @@ pub async fn queues(State(app): State<App>) -> Result<Response, ApiError> {
 }
 
 async fn one_queue(app: &App, name: &str) -> Result<baton_core::QueueView, ApiError> {
-    match app.engine.query(baton_core::Query::Queue(name.to_string())).await? {
+    one_queue_as(app, name, None).await
+}
+
+/// The queue as `group` sees it (`None`: queue mode).
+async fn one_queue_as(app: &App, name: &str, group: Option<String>) -> Result<baton_core::QueueView, ApiError> {
+    match app.engine.query(baton_core::Query::QueueFor { queue: name.to_string(), group }).await? {
         QueryResult::Queue(Some(q)) => Ok(q),
         QueryResult::Queue(None) => {
             Err(ApiError::new(StatusCode::NOT_FOUND, "queue_not_found", format!("queue {name} does not exist")))
@@ -167,10 +172,35 @@ pub async fn queue(State(app): State<App>, Path(name): Path<String>) -> Result<R
     Ok(Json(queue_json(&one_queue(&app, &name).await?)).into_response())
 }
 
-pub async fn depth(State(app): State<App>, Path(name): Path<String>) -> Result<Response, ApiError> {
-    let q = one_queue(&app, &name).await?;
-    let parts: Vec<_> = q.partitions.iter().map(|p| json!({"partition": p.name, "depth": p.depth})).collect();
-    Ok(Json(json!({"queue": q.name, "depth": q.depth, "partitions": parts})).into_response())
+#[derive(serde::Deserialize)]
+pub struct DepthParams {
+    group: Option<String>,
+}
+
+/// Queen's depth report (`admin.get_queue_depth`): the backlog as one group sees it, or as
+/// queue mode does. Baton has no conflation, so `effectivePending` is `pending`.
+pub async fn depth(
+    State(app): State<App>,
+    Path(name): Path<String>,
+    q: Result<axum::extract::Query<DepthParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let axum::extract::Query(params) = q.map_err(|e| ApiError::bad("invalid_query", e.body_text()))?;
+    let group = params.group.filter(|g| !g.is_empty());
+    let q = one_queue_as(&app, &name, group.clone()).await?;
+    let parts: Vec<_> =
+        q.partitions.iter().map(|p| json!({"partition": p.name, "pending": p.depth, "depth": p.depth})).collect();
+    let owing = q.partitions.iter().filter(|p| p.depth > 0).count();
+    Ok(Json(json!({
+        "queue": q.name,
+        "group": group,
+        "pending": q.depth,
+        "partitionsPending": owing,
+        "conflation": false,
+        "effectivePending": q.depth,
+        "depth": q.depth,
+        "partitions": parts,
+    }))
+    .into_response())
 }
 
 pub async fn delete_queue(State(app): State<App>, Path(name): Path<String>) -> Result<Response, ApiError> {
