@@ -775,3 +775,26 @@ def test_get_queue_depth_has_queens_fields(baton_url: str) -> None:
             assert [p["pending"] for p in g["partitions"]] == [0], g
 
     run(scenario())
+
+
+def test_admin_delete_message(baton_url: str) -> None:
+    """admin.delete_message(partitionId, transactionId): the message is given to no group
+    afterwards and the lookup answers 404 (issue 16 item 1; it was 405)."""
+
+    async def scenario() -> None:
+        q = qname("delmsg")
+        async with open_queen(baton_url) as queen:
+            await configure(queen, q)
+            await push(queen, q, [{"transactionId": f"{q}-{i}", "data": {"i": i}} for i in range(3)])
+            first = await collect(queen, q, expected=3, group="g-before")
+            pid = first[1]["partitionId"]
+            r = await queen.admin.delete_message(pid, f"{q}-1")
+            assert r.get("success") is True and r.get("deleted") is True, r
+            with pytest.raises(Exception) as lookup:
+                await queen.admin.get_message(pid, f"{q}-1")
+            assert "no such message" in str(lookup.value), f"the lookup of a deleted message: {lookup.value!r}"
+            later = await collect(queen, q, expected=2, group="g-after")
+            assert sorted(m["data"]["i"] for m in later) == [0, 2], [m.get("data") for m in later]
+            await assert_nothing_delivered(queen, q, group="g-after", why="the deleted message stays deleted")
+
+    run(scenario())

@@ -234,6 +234,7 @@ pub(crate) enum Cmd {
         reply: oneshot::Sender<Result<u32, CoreError>>,
     },
     DeleteGroup(String, oneshot::Sender<Result<(), CoreError>>),
+    DeleteMessage(PartId, String, oneshot::Sender<Result<u64, CoreError>>),
     DeleteQueue(String, oneshot::Sender<Result<(), CoreError>>),
     Txn(crate::txn::TxnRequest, oneshot::Sender<Result<crate::txn::TxnOutcome, CoreError>>),
     Produce(ProduceRequest, oneshot::Sender<Result<ProduceOutcome, CoreError>>),
@@ -478,6 +479,12 @@ impl Engine {
         to_end: bool,
     ) -> Result<u32, CoreError> {
         self.call(|reply| Cmd::Seek { group, queue, partition, to_ts, to_end, reply }).await?
+    }
+
+    /// Delete one message by partition and transaction id (no consumer over HTTP is given
+    /// it afterwards); its offset.
+    pub async fn delete_message(&self, part: PartId, txid: String) -> Result<u64, CoreError> {
+        self.call(|r| Cmd::DeleteMessage(part, txid, r)).await?
     }
 
     pub async fn delete_group(&self, group: String) -> Result<(), CoreError> {

@@ -204,6 +204,13 @@ pub enum Effect {
         group: GroupId,
         ranges: Vec<(u64, u64)>,
     },
+    /// A message deleted through the API (Queen's `delete_message`, issue 16): from now on
+    /// no consumer over HTTP is given it, as an aborted transaction's records (D48). The
+    /// bytes stay in the log and the segment (Kafka readers still see them).
+    HideRecord {
+        part: PartId,
+        offset: u64,
+    },
 }
 
 impl Entry {

@@ -71,8 +71,9 @@ pub struct PartTxns {
     pub open: BTreeMap<i64, OpenTxn>,
     /// Ordered by marker offset; dropped by retention.
     pub aborted: VecDeque<Aborted>,
-    /// Records of aborted transactions, `start -> end`, merged when adjacent: no consumer
-    /// over HTTP is given them. Dropped by retention.
+    /// Records of aborted transactions and messages deleted through the API (issue 16),
+    /// `start -> end`, merged when adjacent: no consumer over HTTP is given them. Dropped
+    /// by retention.
     pub hidden: BTreeMap<u64, u64>,
     /// The first control record written here: pops look for markers from here on.
     pub first_marker: Option<u64>,
@@ -95,7 +96,7 @@ impl PartTxns {
         self.aborted.range(at..).filter(|a| a.first < to).map(|a| (a.producer, a.first)).collect()
     }
 
-    fn hide(&mut self, start: u64, end: u64) {
+    pub(crate) fn hide(&mut self, start: u64, end: u64) {
         if start >= end {
             return;
         }
@@ -200,6 +201,11 @@ pub fn apply(state: &mut State, ts: Micros, e: &Effect) -> Result<(), ApplyError
         Effect::KafkaTxnForget { tid } => {
             if let Some(t) = state.ktxn.ids.remove(tid) {
                 state.ktxn.by_producer.remove(&t.producer);
+            }
+        }
+        Effect::HideRecord { part, offset } => {
+            if let Some(p) = state.parts.get_mut(part) {
+                p.txns.hide(*offset, offset.saturating_add(1));
             }
         }
         Effect::SettleHidden { part, group, ranges } => {

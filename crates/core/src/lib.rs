@@ -31,6 +31,7 @@ pub mod plan;
 pub mod provision;
 pub mod query;
 pub mod ready;
+mod remove;
 mod runner;
 pub mod state;
 pub mod store;

@@ -183,7 +183,7 @@ pub fn run(state: &State, q: Query) -> QueryResult {
         Query::Message { part, txid } => QueryResult::Message(state.parts.get(&part).and_then(|p| {
             let h = state.txid_hash(&txid);
             let offset = p.scan_txid(h, MESSAGE_SCAN)?;
-            if offset >= p.durable_end() {
+            if offset >= p.durable_end() || p.txns.hidden_end(offset).is_some() {
                 return None;
             }
             let q = state.queues.get(&p.queue)?;

@@ -624,7 +624,8 @@ impl State {
             | Effect::KafkaTxnMark { .. }
             | Effect::KafkaTxnEnd { .. }
             | Effect::KafkaTxnForget { .. }
-            | Effect::SettleHidden { .. } => crate::ktxn::apply(self, ts, e)?,
+            | Effect::SettleHidden { .. }
+            | Effect::HideRecord { .. } => crate::ktxn::apply(self, ts, e)?,
             Effect::DeleteQueue { queue } => {
                 self.topic_configs.remove(queue);
                 if let Some(q) = self.queues.remove(queue) {

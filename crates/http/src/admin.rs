@@ -336,6 +336,20 @@ pub async fn dlq(
     Ok(Json(json!({"messages": messages, "total": total, "limit": limit, "offset": skip})).into_response())
 }
 
+/// `DELETE /api/v1/messages/{partitionId}/{transactionId}` (Queen's `delete_message`): no
+/// consumer over HTTP is given the message afterwards (crates/core/src/remove.rs). Durable
+/// before it is answered; deleting it again answers the same.
+pub async fn delete_message(
+    State(app): State<App>,
+    Path((pid, txid)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let part = parse_partition_uuid(&pid)
+        .ok_or_else(|| ApiError::bad("invalid_partition_id", format!("{pid:?} is not a Baton partition id")))?;
+    let offset = app.engine.delete_message(part, txid.clone()).await?;
+    Ok(Json(json!({"success": true, "deleted": true, "partitionId": pid, "transactionId": txid, "offset": offset}))
+        .into_response())
+}
+
 pub async fn message(State(app): State<App>, Path((pid, txid)): Path<(String, String)>) -> Result<Response, ApiError> {
     let part = parse_partition_uuid(&pid)
         .ok_or_else(|| ApiError::bad("invalid_partition_id", format!("{pid:?} is not a Baton partition id")))?;

@@ -1,0 +1,68 @@
+//! `DELETE /api/v1/messages/{partitionId}/{transactionId}` (Queen's `admin.delete_message`,
+//! issue 16) against the real `baton` binary: a deleted message is given to no consumer
+//! group, also not to one that starts later or after a restart; bad input is refused and
+//! changes nothing.
+
+mod common;
+
+use common::api::{ns, Api};
+
+/// Everything `group` is given from now on, each acked, until a pop finds nothing.
+async fn drain(api: &Api, group: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    for _ in 0..20 {
+        let (st, v) = api.pop("del", &format!("batch=10&consumerGroup={group}")).await;
+        if st == 204 {
+            return out;
+        }
+        assert_eq!(st, 200, "{v}");
+        let msgs = v["messages"].as_array().unwrap().clone();
+        out.extend(ns(&msgs));
+        api.ack_ok(&msgs).await;
+    }
+    panic!("{group} was still being given messages after 20 pops");
+}
+
+async fn delete(api: &Api, pid: &str, txid: &str) -> (u16, serde_json::Value) {
+    let r = api.c.delete(api.s.url(&format!("/api/v1/messages/{pid}/{txid}"))).send().await.unwrap();
+    common::api::read(r).await
+}
+
+#[tokio::test]
+async fn a_deleted_message_is_given_to_no_group_and_stays_deleted() {
+    let mut api = Api::start();
+    api.push_n("del", "Default", "d", 0..5).await;
+    let first = api.pop_some("del", "batch=1&consumerGroup=a").await;
+    assert_eq!(ns(&first), [0]);
+    api.ack_ok(&first).await;
+    let pid = first[0]["partitionId"].as_str().unwrap().to_string();
+
+    for (t, o) in [("d-1", 1), ("d-2", 2), ("d-1", 1)] {
+        let (st, v) = delete(&api, &pid, t).await;
+        assert_eq!((st, &v["deleted"], &v["offset"]), (200, &serde_json::json!(true), &serde_json::json!(o)), "{v}");
+    }
+    let (st, v) = api.get(&format!("/api/v1/messages/{pid}/d-1")).await;
+    assert_eq!((st, v["code"].as_str()), (404, Some("message_not_found")), "{v}");
+    let (st, v) = api.get(&format!("/api/v1/messages/{pid}/d-3")).await;
+    assert_eq!(st, 200, "the others are still there: {v}");
+
+    // Refusals change nothing.
+    let (st, v) = delete(&api, &pid, "d-99").await;
+    assert_eq!((st, v["code"].as_str()), (404, Some("message_not_found")), "{v}");
+    let (st, v) = delete(&api, "not-a-partition", "d-3").await;
+    assert_eq!((st, v["code"].as_str()), (400, Some("invalid_partition_id")), "{v}");
+    // The same partition-id form, naming partition 9,999 (the id is the uuid's low bits).
+    let other = format!("{}{:012x}", &pid[..24], 9_999);
+    let (st, v) = delete(&api, &other, "d-3").await;
+    assert_eq!((st, v["code"].as_str()), (404, Some("partition_not_found")), "{v}");
+
+    // The group that read past 0, a group that starts now, and one after a restart.
+    assert_eq!(drain(&api, "a").await, [3, 4]);
+    assert_eq!(drain(&api, "b").await, [0, 3, 4]);
+    api.s.terminate();
+    api.s.restart();
+    api.c = common::api::client();
+    assert_eq!(drain(&api, "c").await, [0, 3, 4]);
+    let (st, _) = api.get(&format!("/api/v1/messages/{pid}/d-2")).await;
+    assert_eq!(st, 404, "still deleted after the restart");
+}
