@@ -570,6 +570,10 @@ async fn resources_and_consumer_group_routes_answer_sensible_json() {
     let msg = api.ok(&format!("/api/v1/messages/{pid}/{tx}")).await;
     assert_eq!(msg["data"], m[0]["data"], "{msg}");
     assert_eq!(msg["queue"], "res");
+    // Each group's state of it (Queen's `consumerGroups`): queue mode acked it.
+    let qm = msg["consumerGroups"].as_array().unwrap().iter().find(|g| g["name"] == "__QUEUE_MODE__").cloned();
+    let qm = qm.unwrap_or_else(|| panic!("{msg}"));
+    assert_eq!((&qm["consumed"], &qm["leased"], &qm["leaseExpiresAt"]), (&json!(true), &json!(false), &json!(null)));
 
     // Deleting the group forgets it.
     let r = api.c.delete(api.s.url("/api/v1/consumer-groups/billing")).send().await.unwrap();

@@ -262,6 +262,21 @@ pub struct GroupView {
     pub leased: bool,
 }
 
+/// One consumer group's state of one message (Queen's `get_message` `consumerGroups`).
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageGroup {
+    pub name: String,
+    /// Settled for the group (acked, dead-lettered, or passed).
+    pub consumed: bool,
+    /// Held by a live lease of the group, until `lease_expires` (µs).
+    pub leased: bool,
+    #[serde(skip)]
+    pub lease_expires: Option<Micros>,
+    /// Failures charged to it so far.
+    pub retry_count: u32,
+}
+
 #[derive(Debug, Clone)]
 pub struct DlqView {
     pub queue: String,
@@ -292,7 +307,8 @@ pub enum QueryResult {
     Queue(Option<QueueView>),
     Groups(Vec<GroupView>),
     Dlq(Vec<DlqView>),
-    Message(Option<(String, String, Option<ReadSpan>)>),
+    /// (queue, partition, where its bytes are, each group's progress on it).
+    Message(Option<(String, String, Option<ReadSpan>, Vec<MessageGroup>)>),
     Offset(Result<Option<u64>, CoreError>),
     GroupOffsets(Vec<(String, u64)>),
     /// Known ids only; an id asked for that does not exist is left out.

@@ -187,7 +187,22 @@ pub fn run(state: &State, q: Query) -> QueryResult {
                 return None;
             }
             let q = state.queues.get(&p.queue)?;
-            Some((q.name.clone(), p.name.clone(), p.spans_for(&[offset]).pop()))
+            let mut groups: Vec<MessageGroup> = p
+                .cursors
+                .iter()
+                .filter_map(|(g, c)| {
+                    let lease = c.lease.as_ref().filter(|l| l.position(offset).is_some());
+                    Some(MessageGroup {
+                        name: state.groups.get(g)?.name.clone(),
+                        consumed: offset < c.next || c.done.contains(&offset),
+                        leased: lease.is_some(),
+                        lease_expires: lease.map(|l| l.expires),
+                        retry_count: c.attempts.get(&offset).copied().unwrap_or(0),
+                    })
+                })
+                .collect();
+            groups.sort_by(|a, b| a.name.cmp(&b.name));
+            Some((q.name.clone(), p.name.clone(), p.spans_for(&[offset]).pop(), groups))
         })),
     }
 }

@@ -358,7 +358,7 @@ pub async fn message(State(app): State<App>, Path((pid, txid)): Path<(String, St
         _ => unreachable!("Message answers Message"),
     };
     let not_found = || ApiError::new(StatusCode::NOT_FOUND, "message_not_found", "no such message");
-    let (queue, partition, span) = found.ok_or_else(not_found)?;
+    let (queue, partition, span, groups) = found.ok_or_else(not_found)?;
     let span = span.ok_or_else(not_found)?;
     let rec = read_records(std::slice::from_ref(&span), |_| true)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?
@@ -374,6 +374,11 @@ pub async fn message(State(app): State<App>, Path((pid, txid)): Path<(String, St
         "id": baton_core::message_uuid(part, rec.offset).to_string(),
         "transactionId": txid, "traceId": rec.trace, "queue": queue, "partition": partition, "partitionId": pid,
         "offset": rec.offset, "createdAt": iso_ms(rec.timestamp_ms), "data": payload_json(rec.value.as_deref()),
+        "consumerGroups": groups.iter().map(|g| {
+            let mut v = serde_json::to_value(g).unwrap_or_default();
+            v["leaseExpiresAt"] = g.lease_expires.map(iso_us).into();
+            v
+        }).collect::<Vec<_>>(),
     }))
     .into_response())
 }

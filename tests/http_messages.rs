@@ -1,7 +1,7 @@
-//! `DELETE /api/v1/messages/{partitionId}/{transactionId}` (Queen's `admin.delete_message`,
-//! issue 16) against the real `baton` binary: a deleted message is given to no consumer
-//! group, also not to one that starts later or after a restart; bad input is refused and
-//! changes nothing.
+//! One message by partition and transaction id (Queen's `admin.get_message` and
+//! `admin.delete_message`, issue 16) against the real `baton` binary: each group's state of
+//! it; a deleted message is given to no consumer group, also not to one that starts later
+//! or after a restart; bad input is refused and changes nothing.
 
 mod common;
 
@@ -65,4 +65,24 @@ async fn a_deleted_message_is_given_to_no_group_and_stays_deleted() {
     assert_eq!(drain(&api, "c").await, [0, 3, 4]);
     let (st, _) = api.get(&format!("/api/v1/messages/{pid}/d-2")).await;
     assert_eq!(st, 404, "still deleted after the restart");
+}
+
+#[tokio::test]
+async fn a_message_shows_each_groups_state_of_it() {
+    let api = Api::start();
+    api.push_n("del", "Default", "s", 0..2).await;
+    let leased = api.pop_some("del", "batch=1&consumerGroup=holder").await;
+    let done = api.pop_some("del", "batch=2&consumerGroup=reader").await;
+    api.ack_ok(&done).await;
+    let pid = leased[0]["partitionId"].as_str().unwrap();
+    let m = api.ok(&format!("/api/v1/messages/{pid}/s-0")).await;
+    let groups = m["consumerGroups"].as_array().unwrap();
+    let names: Vec<&str> = groups.iter().map(|g| g["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["holder", "reader"], "{m}");
+    assert_eq!((&groups[0]["consumed"], &groups[0]["leased"]), (&serde_json::json!(false), &serde_json::json!(true)));
+    assert!(groups[0]["leaseExpiresAt"].is_string(), "{m}");
+    assert_eq!((&groups[1]["consumed"], &groups[1]["leased"]), (&serde_json::json!(true), &serde_json::json!(false)));
+    // s-1 was not leased by holder's pop of one.
+    let m = api.ok(&format!("/api/v1/messages/{pid}/s-1")).await;
+    assert_eq!(m["consumerGroups"][0]["leased"], false, "{m}");
 }
