@@ -196,10 +196,17 @@ pub enum Query {
         after: Option<String>,
         limit: usize,
     },
-    /// A message by its transaction id (the newest with that id).
+    /// What to read to find a message by transaction id (the newest with that id), off the
+    /// planner: the newest [`crate::query::MESSAGE_SCAN`] messages of the partition.
+    MessageScan {
+        part: PartId,
+        txid: String,
+    },
+    /// The message at `offset`, which a [`Query::MessageScan`] found for `txid`.
     Message {
         part: PartId,
         txid: String,
+        offset: u64,
     },
     /// Kafka transactional ids: the named ones, or every one (D48).
     KafkaTxns(Option<Vec<String>>),
@@ -309,6 +316,8 @@ pub enum QueryResult {
     Dlq(Vec<DlqView>),
     /// (queue, partition, where its bytes are, each group's progress on it).
     Message(Option<(String, String, Option<ReadSpan>, Vec<MessageGroup>)>),
+    /// The search and the hash it looks for; None for an unknown partition.
+    MessageScan(Option<(crate::store::TxidScan, u64)>),
     Offset(Result<Option<u64>, CoreError>),
     GroupOffsets(Vec<(String, u64)>),
     /// Known ids only; an id asked for that does not exist is left out.

@@ -234,7 +234,7 @@ pub(crate) enum Cmd {
         reply: oneshot::Sender<Result<u32, CoreError>>,
     },
     DeleteGroup(String, oneshot::Sender<Result<(), CoreError>>),
-    DeleteMessage(PartId, String, oneshot::Sender<Result<u64, CoreError>>),
+    DeleteMessage(PartId, String, u64, oneshot::Sender<Result<u64, CoreError>>),
     DeleteQueue(String, oneshot::Sender<Result<(), CoreError>>),
     Txn(crate::txn::TxnRequest, oneshot::Sender<Result<crate::txn::TxnOutcome, CoreError>>),
     Produce(ProduceRequest, oneshot::Sender<Result<ProduceOutcome, CoreError>>),
@@ -482,9 +482,9 @@ impl Engine {
     }
 
     /// Delete one message by partition and transaction id (no consumer over HTTP is given
-    /// it afterwards); its offset.
-    pub async fn delete_message(&self, part: PartId, txid: String) -> Result<u64, CoreError> {
-        self.call(|r| Cmd::DeleteMessage(part, txid, r)).await?
+    /// it afterwards) at the offset a [`Query::MessageScan`] found; its offset.
+    pub async fn delete_message(&self, part: PartId, txid: String, offset: u64) -> Result<u64, CoreError> {
+        self.call(|r| Cmd::DeleteMessage(part, txid, offset, r)).await?
     }
 
     pub async fn delete_group(&self, group: String) -> Result<(), CoreError> {

@@ -290,8 +290,16 @@ impl Partition {
     }
 
     /// The newest stored offset with this transaction-id hash, among the last `limit`.
-    pub fn scan_txid(&self, h: u64, limit: u64) -> Option<u64> {
-        read_ok(self.files.as_ref()?.scan_txid(h, self.start, limit), self.id).filter(|o| *o < self.end)
+    /// What a search of the newest `limit` messages for a transaction id reads, to run off
+    /// the planner; None for a partition without files.
+    pub fn txid_scan(&self, limit: u64) -> Option<crate::store::TxidScan> {
+        Some(self.files.as_ref()?.txid_scan(self.start, limit))
+    }
+
+    /// `offset` is a message (not a control record) of this partition whose transaction id
+    /// hashes to `h`: what a scan found, checked again on the planner.
+    pub fn is_message_with(&self, offset: u64, h: u64) -> bool {
+        offset < self.end && self.txid_at(offset) == Some(h) && !self.is_marker(offset)
     }
 
     pub fn durable_end(&self) -> u64 {

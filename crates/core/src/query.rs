@@ -180,10 +180,12 @@ pub fn run(state: &State, q: Query) -> QueryResult {
                 None => all.iter().map(view).collect(),
             })
         }
-        Query::Message { part, txid } => QueryResult::Message(state.parts.get(&part).and_then(|p| {
+        Query::MessageScan { part, txid } => QueryResult::MessageScan(
+            state.parts.get(&part).and_then(|p| Some((p.txid_scan(MESSAGE_SCAN)?, state.txid_hash(&txid)))),
+        ),
+        Query::Message { part, txid, offset } => QueryResult::Message(state.parts.get(&part).and_then(|p| {
             let h = state.txid_hash(&txid);
-            let offset = p.scan_txid(h, MESSAGE_SCAN)?;
-            if offset >= p.durable_end() || p.txns.hidden_end(offset).is_some() {
+            if offset >= p.durable_end() || !p.is_message_with(offset, h) || p.txns.hidden_end(offset).is_some() {
                 return None;
             }
             let q = state.queues.get(&p.queue)?;
@@ -208,8 +210,8 @@ pub fn run(state: &State, q: Query) -> QueryResult {
 }
 
 /// A lookup of one message by transaction id reads at most this many of the
-/// partition's newest hashes (32 MiB of `.txid`), so it cannot scan a partition
-/// of any size on the planner; older messages are found by offset.
+/// partition's newest hashes (64 MiB of `.txid`), off the planner, so it cannot
+/// scan a partition of any size; older messages are found by offset.
 pub const MESSAGE_SCAN: u64 = 4 << 20;
 
 pub fn fetch(state: &State, reqs: Vec<FetchRequest>) -> Vec<FetchResult> {

@@ -11,25 +11,52 @@ use crate::command::CoreError;
 use crate::entry::Effect;
 use crate::model::PartId;
 use crate::plan::{Planned, Planner};
-use crate::query::MESSAGE_SCAN;
 
 impl Planner {
-    /// Hide the message `txid` of partition `part`; its offset.
-    pub fn delete_message(&mut self, part: PartId, txid: &str) -> Planned<u64> {
+    /// Hide the message `txid` at `offset` of partition `part` (where a
+    /// [`crate::Query::MessageScan`] found it, off the planner); its offset. The offset is
+    /// checked again here, so a forged or stale one hides nothing.
+    pub fn delete_message(&mut self, part: PartId, txid: &str, offset: u64) -> Planned<u64> {
         let not_found = || CoreError::not_found("message_not_found", format!("no message {txid:?} in that partition"));
         let h = self.state.txid_hash(txid);
         let p =
             self.state.parts.get(&part).ok_or_else(|| {
                 CoreError::not_found("partition_not_found", format!("partition {part} does not exist"))
             })?;
-        // Searched as the lookup searches (the newest MESSAGE_SCAN records).
-        let offset = p.scan_txid(h, MESSAGE_SCAN).filter(|o| *o < p.end).ok_or_else(not_found)?;
-        if p.is_marker(offset) {
+        if !p.is_message_with(offset, h) {
             return Err(not_found());
         }
         if p.txns.hidden_end(offset).is_none() {
             self.emit_pub(Effect::HideRecord { part, offset })?;
         }
         Ok(offset)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plan_tests::{Fixture, S};
+
+    /// The planner checks the offset a scan found: a stale or forged one (another
+    /// message's, past the end) hides nothing; the right one hides once.
+    #[test]
+    fn a_wrong_offset_hides_nothing() {
+        let mut f = Fixture::new();
+        f.push(S, "q", "p", &["a", "b", "c"]);
+        let part = f.p.state.partition("q", "p").unwrap().id;
+        let scan = f.p.state.parts[&part].txid_scan(1 << 20).unwrap();
+        assert_eq!(scan.find(f.p.state.txid_hash("b")).unwrap(), Some(1), "found off the planner");
+        for (txid, offset) in [("b", 0), ("b", 2), ("b", 3), ("zz", 1)] {
+            f.at(2 * S);
+            let e = f.p.delete_message(part, txid, offset).unwrap_err();
+            assert_eq!(e.code, "message_not_found", "{txid}@{offset}");
+            f.done();
+        }
+        assert!(f.p.state.parts[&part].txns.hidden_end(1).is_none(), "nothing hidden");
+        f.at(3 * S);
+        assert_eq!(f.p.delete_message(part, "b", 1).unwrap(), 1);
+        f.done();
+        assert!(f.p.state.parts[&part].txns.hidden_end(1).is_some());
+        assert!(f.p.state.parts[&part].txns.hidden_end(0).is_none());
     }
 }

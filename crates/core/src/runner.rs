@@ -371,8 +371,8 @@ impl PlannerLoop {
                     .and_then(|_| self.p.step(|p| p.seek(&group, &queue, partition.as_deref(), to_ts, to_end)));
                 self.settle(deferred(reply, res));
             }
-            Cmd::DeleteMessage(part, txid, reply) => {
-                let res = self.p.step(|p| p.delete_message(part, &txid));
+            Cmd::DeleteMessage(part, txid, offset, reply) => {
+                let res = self.p.step(|p| p.delete_message(part, &txid, offset));
                 self.settle(deferred(reply, res));
             }
             Cmd::DeleteGroup(g, reply) => {
@@ -738,7 +738,7 @@ fn fail_cmd(cmd: Cmd, e: CoreError) {
         Cmd::Configure(_, _, _, r) => drop(r.send(Err(e))),
         Cmd::Seek { reply, .. } => drop(reply.send(Err(e))),
         Cmd::DeleteGroup(_, r) => drop(r.send(Err(e))),
-        Cmd::DeleteMessage(_, _, r) => drop(r.send(Err(e))),
+        Cmd::DeleteMessage(_, _, _, r) => drop(r.send(Err(e))),
         Cmd::DeleteQueue(_, r) => drop(r.send(Err(e))),
         Cmd::Txn(_, r) => drop(r.send(Err(e))),
         Cmd::Produce(_, r) => drop(r.send(Err(e))),

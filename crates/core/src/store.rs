@@ -615,56 +615,6 @@ impl PartitionFiles {
         self.rec(seg, lo).map(Some)
     }
 
-    /// The newest offset at or above `start` whose hash is `h`, reading at most `limit`
-    /// records (newest first) straight from the files: a scan must not flush the cache.
-    pub fn scan_txid(&self, h: u64, start: u64, limit: u64) -> io::Result<Option<u64>> {
-        let mut left = limit;
-        let mut found = None;
-        self.walk_txids_back(&mut |o, k| {
-            if o < start || left == 0 {
-                return false;
-            }
-            left -= 1;
-            if k[0] == h {
-                found = Some(o);
-                return false;
-            }
-            true
-        })?;
-        Ok(found)
-    }
-
-    /// Every message's `.txid` record, newest first, until `f` says stop.
-    fn walk_txids_back(&self, f: &mut dyn FnMut(u64, TxKey) -> bool) -> io::Result<()> {
-        for seg in (0..self.segments.len()).rev() {
-            let s = &self.segments[seg];
-            let flushed = s.index.txid_flushed;
-            for (k, x) in s.index.tail_txids().iter().enumerate().rev() {
-                if !f(s.base + flushed + k as u64, *x) {
-                    return Ok(());
-                }
-            }
-            if flushed == 0 {
-                continue;
-            }
-            let file = self.file(seg, Kind::Txid)?;
-            let mut end = flushed;
-            const CHUNK: u64 = 4096;
-            while end > 0 {
-                let from = end.saturating_sub(CHUNK);
-                let mut buf = vec![0u8; ((end - from) * TXID) as usize];
-                file.read_exact_at(&mut buf, from * TXID)?;
-                for (k, c) in buf.chunks_exact(TXID as usize).enumerate().rev() {
-                    if !f(s.base + from + k as u64, decode_txid(c)) {
-                        return Ok(());
-                    }
-                }
-                end = from;
-            }
-        }
-        Ok(())
-    }
-
     /// The deduplicated keys of batches written after `after`, oldest first, with the
     /// time of their batch: what rebuilds the dedup window at recovery (D29), read from
     /// the segments whose time range reaches past `after` only.
@@ -778,6 +728,10 @@ pub fn start_writeback(f: &File) {
 
 #[path = "store_compact.rs"]
 mod compact;
+
+#[path = "store_scan.rs"]
+mod scan;
+pub use scan::TxidScan;
 
 #[cfg(test)]
 #[path = "store_tests.rs"]

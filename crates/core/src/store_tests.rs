@@ -22,8 +22,8 @@ fn append_rotate_find_restore_and_delete() {
     assert_eq!(f.first_at_or_after(150).unwrap().unwrap().base, 1);
     assert_eq!(f.first_at_or_after(250).unwrap().unwrap().base, 3);
     assert!(f.first_at_or_after(301).unwrap().is_none());
-    assert_eq!(f.scan_txid(8, 0, 100).unwrap(), Some(1));
-    assert_eq!(f.scan_txid(7, 1, 100).unwrap(), None, "below start");
+    assert_eq!(f.txid_scan(0, 100).find(8).unwrap(), Some(1));
+    assert_eq!(f.txid_scan(1, 100).find(7).unwrap(), None, "below start");
     f.flush_index().unwrap();
     let marks = f.marks();
     assert_eq!((marks[1].batches, marks[1].msgs, marks[1].first_ts, marks[1].last_ts), (2, 3, 200, 300));

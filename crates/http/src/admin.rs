@@ -336,6 +336,30 @@ pub async fn dlq(
     Ok(Json(json!({"messages": messages, "total": total, "limit": limit, "offset": skip})).into_response())
 }
 
+/// The offset of the newest message `txid` of `part`: the planner names what to read, a
+/// blocking thread reads it (at most `max_message_lookups` at once), so a lookup never
+/// stalls the planner however large the partition; the caller's next step checks it again.
+async fn locate(app: &App, part: baton_core::PartId, txid: &str) -> Result<u64, ApiError> {
+    let _permit = app.lookups.try_acquire().map_err(|_| {
+        ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_lookups",
+            format!("{} message lookups are running (--max-message-lookups); try again", app.cfg.max_message_lookups),
+        )
+    })?;
+    let q = baton_core::Query::MessageScan { part, txid: txid.to_string() };
+    let (scan, h) = match app.engine.query(q).await? {
+        QueryResult::MessageScan(s) => s,
+        _ => unreachable!("MessageScan answers MessageScan"),
+    }
+    .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "partition_not_found", "no such partition"))?;
+    tokio::task::spawn_blocking(move || scan.find(h))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e.to_string()))?
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e.to_string()))?
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "message_not_found", "no such message"))
+}
+
 /// `DELETE /api/v1/messages/{partitionId}/{transactionId}` (Queen's `delete_message`): no
 /// consumer over HTTP is given the message afterwards (crates/core/src/remove.rs). Durable
 /// before it is answered; deleting it again answers the same.
@@ -345,7 +369,8 @@ pub async fn delete_message(
 ) -> Result<Response, ApiError> {
     let part = parse_partition_uuid(&pid)
         .ok_or_else(|| ApiError::bad("invalid_partition_id", format!("{pid:?} is not a Baton partition id")))?;
-    let offset = app.engine.delete_message(part, txid.clone()).await?;
+    let offset = locate(&app, part, &txid).await?;
+    let offset = app.engine.delete_message(part, txid.clone(), offset).await?;
     Ok(Json(json!({"success": true, "deleted": true, "partitionId": pid, "transactionId": txid, "offset": offset}))
         .into_response())
 }
@@ -353,7 +378,8 @@ pub async fn delete_message(
 pub async fn message(State(app): State<App>, Path((pid, txid)): Path<(String, String)>) -> Result<Response, ApiError> {
     let part = parse_partition_uuid(&pid)
         .ok_or_else(|| ApiError::bad("invalid_partition_id", format!("{pid:?} is not a Baton partition id")))?;
-    let found = match app.engine.query(baton_core::Query::Message { part, txid: txid.clone() }).await? {
+    let offset = locate(&app, part, &txid).await?;
+    let found = match app.engine.query(baton_core::Query::Message { part, txid: txid.clone(), offset }).await? {
         QueryResult::Message(m) => m,
         _ => unreachable!("Message answers Message"),
     };

@@ -55,6 +55,9 @@ pub struct HttpConfig {
     pub max_ack_error_bytes: usize,
     /// Batch size when the client leaves it to the server (Queen's autopilot).
     pub default_batch: u32,
+    /// Message lookups by transaction id (get and delete) reading the index at once; more
+    /// are answered 429 `too_many_lookups`.
+    pub max_message_lookups: usize,
     /// Longest long poll honoured, whatever the client asks.
     pub max_wait_ms: u64,
     /// Bounds of the listener's connections (idle timeout, cap, lingering close).
@@ -83,6 +86,7 @@ impl Default for HttpConfig {
             fetch_max_entries: fetch::DEFAULT_MAX_ENTRIES,
             max_ack_error_bytes: DEFAULT_MAX_ACK_ERROR_BYTES,
             default_batch: 100,
+            max_message_lookups: DEFAULT_MAX_MESSAGE_LOOKUPS,
             max_wait_ms: 60_000,
             conn: ConnConfig::default(),
             conn_stats: Arc::default(),
@@ -147,7 +151,12 @@ pub struct AppState {
     pub shutdown: Shutdown,
     pub(crate) times: timing::RequestTimes,
     pub(crate) forwarder: Option<forward::Forwarder>,
+    /// Permits of [`HttpConfig::max_message_lookups`].
+    pub(crate) lookups: tokio::sync::Semaphore,
 }
+
+/// Default of [`HttpConfig::max_message_lookups`]: each reads up to 64 MiB of index.
+pub const DEFAULT_MAX_MESSAGE_LOOKUPS: usize = 2;
 
 /// Tells open long polls that the server is stopping, so they answer 204 at
 /// once. A graceful shutdown waits for every request in flight, and a long
@@ -218,7 +227,9 @@ pub fn router(engine: Engine, cfg: HttpConfig) -> Router {
 /// The router, with a handle the server triggers on its stop signal to end long polls.
 pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown) -> Router {
     let forwarder = cfg.forward.clone().map(forward::Forwarder::new);
-    let state = Arc::new(AppState { engine, cfg, shutdown, times: timing::RequestTimes::default(), forwarder });
+    let lookups = tokio::sync::Semaphore::new(cfg.max_message_lookups.max(1));
+    let state =
+        Arc::new(AppState { engine, cfg, shutdown, times: timing::RequestTimes::default(), forwarder, lookups });
     Router::new()
         .route("/health", get(admin::health))
         .route("/cluster", get(admin::cluster))

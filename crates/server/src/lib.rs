@@ -85,6 +85,12 @@ pub struct ServeArgs {
     /// Messages per pop when the client does not say (Queen's autopilot).
     #[arg(long, env = "BATON_DEFAULT_BATCH", default_value_t = 100)]
     pub default_batch: u32,
+    /// Message lookups by transaction id (`GET`/`DELETE /api/v1/messages/...`) reading a
+    /// partition's index at once, each up to 64 MiB, off the planner; more are answered 429
+    /// `too_many_lookups` (counted in baton_http_errors_total).
+    #[arg(long, env = "BATON_MAX_MESSAGE_LOOKUPS", default_value_t = baton_http::DEFAULT_MAX_MESSAGE_LOOKUPS as u32,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub max_message_lookups: u32,
     /// An HTTP connection with no request in progress (a long poll is one) and no byte read
     /// or written for this many seconds is closed.
     #[arg(long, env = "BATON_HTTP_IDLE_TIMEOUT_SECS", default_value_t = 60)]
@@ -372,6 +378,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         fetch_max_bytes: a.http_fetch_max_bytes.max(1),
         fetch_max_entries: a.http_fetch_max_entries.max(1),
         max_ack_error_bytes: a.max_ack_error_bytes,
+        max_message_lookups: a.max_message_lookups as usize,
         conn: baton_http::ConnConfig {
             idle_timeout: Duration::from_secs(a.http_idle_timeout_secs.max(1)),
             max_connections: a.http_max_connections.max(1),
