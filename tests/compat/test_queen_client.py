@@ -798,3 +798,138 @@ def test_admin_delete_message(baton_url: str) -> None:
             await assert_nothing_delivered(queen, q, group="g-after", why="the deleted message stays deleted")
 
     run(scenario())
+
+
+def test_lock_is_exclusive_and_its_token_fences(baton_url: str) -> None:
+    """`client.lock()` (issue 16 item 2): one holder at a time; a second handle is refused
+    `held`; a retry with the same owner gets the same permit; the token rises at every
+    renew and across a release and a new acquire; the old token cannot release or renew;
+    `locks.get` names the holder."""
+
+    async def scenario() -> None:
+        name = f"lk-{uuid.uuid4().hex[:8]}"
+        async with open_queen(baton_url) as queen:
+            a = queen.lock(name, ttl_seconds=30, auto_renew=False)
+            b = queen.lock(name, ttl_seconds=30, auto_renew=False)
+            assert await a.acquire() is True
+            first = a.token
+            assert first and a.slot == 0
+            assert await b.acquire() is False
+            refused = await queen.locks.acquire(name, ttl_seconds=30, owner="someone-else")
+            assert refused.get("acquired") is False and refused.get("reason") == "held", refused
+            assert refused["holders"][0]["owner"] == a._owner, refused
+            again = await queen.locks.acquire(name, ttl_seconds=30, owner=a._owner)
+            assert again.get("acquired") is True and again.get("already") is True and again["token"] == first, again
+            who = await queen.locks.get(name)
+            assert who.get("held") is True and who["holders"][0]["token"] == first, who
+
+            assert await a.renew() is True
+            assert a.token > first
+            stale = await queen.locks.release(name, token=first)
+            assert stale.get("released") is False and stale.get("reason") == "lost", stale
+            lost = await queen.locks.renew(name, token=first, ttl_seconds=30)
+            assert lost.get("renewed") is False, lost
+            second = a.token
+            await a.release()
+            assert (await queen.locks.get(name)).get("held") is False
+            assert await b.acquire() is True
+            assert b.token > second, "the token only rises on a lock"
+            await b.release()
+
+            # Twenty acquires at once, each its own owner: exactly one permit is given.
+            race = f"{name}-race"
+            answers = await asyncio.gather(
+                *(queen.locks.acquire(race, ttl_seconds=30, owner=f"o{i}") for i in range(20))
+            )
+            winners = [r for r in answers if r.get("acquired")]
+            assert len(winners) == 1, answers
+            assert all(r.get("reason") in ("held", "contended") for r in answers if not r.get("acquired")), answers
+
+    run(scenario())
+
+
+def test_semaphore_holds_at_most_its_limit(baton_url: str) -> None:
+    """`client.semaphore(name, n)`: n holders on distinct slots, the next refused until one
+    releases."""
+
+    async def scenario() -> None:
+        name = f"sem-{uuid.uuid4().hex[:8]}"
+        async with open_queen(baton_url) as queen:
+            handles = [queen.semaphore(name, 3, ttl_seconds=30, auto_renew=False) for _ in range(4)]
+            got = [await h.acquire() for h in handles]
+            assert got == [True, True, True, False], got
+            assert sorted(h.slot for h in handles[:3]) == [0, 1, 2]
+            await handles[1].release()
+            assert await handles[3].acquire() is True
+            assert handles[3].slot == 1
+            for h in handles:
+                if h.held:
+                    await h.release()
+
+    run(scenario())
+
+
+def test_a_guarded_transaction_commits_only_while_the_lock_is_held(baton_url: str) -> None:
+    """`transaction().guard(lock)`: the guard is judged in the same entry as the pushes. A
+    holder whose permit expired and was taken by another commits NOTHING (its push is not
+    stored); the new holder's guarded push commits."""
+
+    async def scenario() -> None:
+        name = f"gd-{uuid.uuid4().hex[:8]}"
+        q = qname("guard")
+        async with open_queen(baton_url) as queen:
+            await configure(queen, q)
+            old = queen.lock(name, ttl_seconds=1, auto_renew=False)
+            assert await old.acquire() is True
+            r = await queen.transaction().guard(old).queue(q).push([{"transactionId": "by-old-1", "data": {"n": 1}}]).commit()
+            assert r.get("success") is True, r
+            stale_guard = old.guard()
+            await asyncio.sleep(1.6)
+            new = queen.lock(name, ttl_seconds=30, auto_renew=False)
+            assert await new.acquire() is True, "the expired permit is free"
+            # The old holder, paused past its lifetime, sends its step with its guard.
+            r = await queen._http_client.post(
+                "/api/v1/transaction",
+                {"operations": [{"type": "push", "items": [{"queue": q, "transactionId": "by-old-2", "payload": {"n": 2}}]}],
+                 "requiredLeases": [], "kv": [stale_guard]},
+            )
+            assert r.get("success") is False and r.get("reason") == "kv_precondition", r
+            r = await queen.transaction().guard(new).queue(q).push([{"transactionId": "by-new", "data": {"n": 3}}]).commit()
+            assert r.get("success") is True, r
+            await new.release()
+            msgs = await queen.queue(q).batch(10).wait(False).pop()
+            assert sorted(m["transactionId"] for m in msgs) == ["by-new", "by-old-1"], msgs
+
+    run(scenario())
+
+
+def test_locks_refuse_bad_input(baton_url: str) -> None:
+    """Malformed lock operations are a 400 with a precise code and change nothing."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    def post(body: object) -> tuple[int, dict]:
+        req = urllib.request.Request(f"{baton_url}/api/v1/locks", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    cases = [
+        ({"operations": [{"op": "acquire", "name": "a#b", "ttlSeconds": 5}]}, "invalid_name"),
+        ({"operations": [{"op": "acquire", "name": "x" * 257, "ttlSeconds": 5}]}, "invalid_name"),
+        ({"operations": [{"op": "acquire", "name": "ok"}]}, "invalid_ttl"),
+        ({"operations": [{"op": "acquire", "name": "ok", "ttlSeconds": 5, "limit": 5000}]}, "invalid_limit"),
+        ({"operations": [{"op": "release", "name": "ok"}]}, "missing_token"),
+        ({"operations": [{"op": "steal", "name": "ok"}]}, "invalid_op"),
+        ({"operations": [{"op": "get", "name": "ok"}] * 65}, "too_many_operations"),
+        ({"operations": []}, "empty_operations"),
+    ]
+    for body, code in cases:
+        status, answer = post(body)
+        assert (status, answer.get("code")) == (400, code), (body if len(str(body)) < 200 else code, answer)
+    status, answer = post({"operations": [{"op": "get", "name": "ok"}]})
+    assert status == 200 and answer["results"][0]["held"] is False, answer

@@ -245,6 +245,18 @@ fn not_applied(v: &View, ns: &str, key: &str, reason: &'static str) -> KvResult 
     KvResult::Write { applied: false, reason: Some(reason), version: v.version(ns, key), current: v.row(ns, key) }
 }
 
+/// A lost `expect`, named as Queen names it (its lock client tells its own renewal from a
+/// takeover by `version`): the key is gone (`absent`), should have been absent (`exists`),
+/// or is at another version (`version`).
+fn mismatch(v: &View, ns: &str, key: &str, expect: u64) -> KvResult {
+    let reason = match (expect, v.version(ns, key)) {
+        (_, 0) => "absent",
+        (0, _) => "exists",
+        _ => "version",
+    };
+    not_applied(v, ns, key, reason)
+}
+
 fn run_op(v: &mut View, op: &KvOp) -> (KvResult, bool) {
     let now = v.now;
     match op {
@@ -296,8 +308,8 @@ fn run_op(v: &mut View, op: &KvOp) -> (KvResult, bool) {
             (KvResult::Prefix { rows, next_after }, false)
         }
         KvOp::Put { ns, key, value, ttl_secs, expect, required } => {
-            if expect.is_some_and(|x| x != v.version(ns, key)) {
-                return (not_applied(v, ns, key, "version_mismatch"), *required);
+            if let Some(x) = expect.filter(|x| *x != v.version(ns, key)) {
+                return (mismatch(v, ns, key, x), *required);
             }
             let version = v.next_version(ns, key);
             v.set(ns, key, Some(KvEntry { value: value.clone(), version, expires: expiry(now, *ttl_secs) }));
@@ -312,8 +324,8 @@ fn run_op(v: &mut View, op: &KvOp) -> (KvResult, bool) {
             (KvResult::Write { applied: true, reason: None, version, current: None }, *required)
         }
         KvOp::Delete { ns, key, expect, required } => {
-            if expect.is_some_and(|x| x != v.version(ns, key)) {
-                return (not_applied(v, ns, key, "version_mismatch"), *required);
+            if let Some(x) = expect.filter(|x| *x != v.version(ns, key)) {
+                return (mismatch(v, ns, key, x), *required);
             }
             if v.get(ns, key).is_none() {
                 return (not_applied(v, ns, key, "absent"), *required);
@@ -345,7 +357,7 @@ fn run_op(v: &mut View, op: &KvOp) -> (KvResult, bool) {
         }
         KvOp::Check { ns, key, expect, required } => {
             if *expect != v.version(ns, key) {
-                return (not_applied(v, ns, key, "version_mismatch"), *required);
+                return (mismatch(v, ns, key, *expect), *required);
             }
             (KvResult::Write { applied: true, reason: None, version: *expect, current: v.row(ns, key) }, *required)
         }

@@ -47,7 +47,7 @@ fn versions_grow_and_preconditions_guard_writes() {
     );
     // A stale expected version is refused; not required means the rest still applies.
     let r = run(&mut p, &mut log, 2 * S, &[put("a", "2", Some(0), false), put("b", "x", None, false)]).unwrap();
-    assert!(matches!(r[0], KvResult::Write { applied: false, reason: Some("version_mismatch"), .. }));
+    assert!(matches!(r[0], KvResult::Write { applied: false, reason: Some("exists"), .. }), "{r:?}");
     assert!(matches!(r[1], KvResult::Write { applied: true, .. }));
     // A required one rolls every op of the request back.
     let n = log.len();
@@ -235,4 +235,30 @@ fn expired_entries_are_swept_a_budget_at_a_time() {
         r.state.apply(e).unwrap();
     }
     assert_eq!(r.state.kv, p.state.kv, "the sweep replays");
+}
+
+/// A lost `expect` says why as Queen's client reads it: `version` (another version: its
+/// lock client tells its own renewal from a takeover by it), `absent`, `exists`.
+#[test]
+fn a_lost_expect_names_its_reason() {
+    let d = tempfile::tempdir().unwrap();
+    let mut p = planner(d.path());
+    let mut log = Vec::new();
+    run(&mut p, &mut log, S, &[put("a", "1", None, false)]).unwrap();
+    let check = |key: &str, expect| KvOp::Check { ns: "n".into(), key: key.into(), expect, required: false };
+    let r = run(
+        &mut p,
+        &mut log,
+        2 * S,
+        &[check("a", 12345), check("zz", 7), check("a", 0), put("zz", "v", Some(3), false)],
+    )
+    .unwrap();
+    let reasons: Vec<_> = r
+        .iter()
+        .map(|r| match r {
+            KvResult::Write { reason, .. } => *reason,
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons, [Some("version"), Some("absent"), Some("exists"), Some("absent")]);
 }

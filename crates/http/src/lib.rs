@@ -15,6 +15,7 @@ mod forward;
 pub mod fuzzing;
 mod kv;
 mod listen;
+mod locks;
 mod metrics;
 mod metrics_json;
 mod payload;
@@ -249,6 +250,7 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
         .route("/api/v1/fetch", post(fetch::fetch))
         .route("/api/v1/transaction", post(txn::transaction))
         .route("/api/v1/kv", post(kv::kv))
+        .route("/api/v1/locks", post(locks::locks))
         .route("/api/v1/timers", post(kv::timers))
         .route("/api/v1/timers/{queue}", get(kv::list_timers))
         .route("/api/v1/timers/{queue}/{key}", get(kv::peek_timer).delete(kv::cancel_timer))
