@@ -933,3 +933,75 @@ def test_locks_refuse_bad_input(baton_url: str) -> None:
         assert (status, answer.get("code")) == (400, code), (body if len(str(body)) < 200 else code, answer)
     status, answer = post({"operations": [{"op": "get", "name": "ok"}]})
     assert status == 200 and answer["results"][0]["held"] is False, answer
+
+
+def test_delete_consumer_group_for_queue_forgets_only_that_queue(baton_url: str) -> None:
+    """admin.delete_consumer_group_for_queue(g, q): the group's place on q is forgotten (it
+    reads q from the start again, its lease there is void) while its place on another queue
+    stays; unknown names and the queue-mode group are refused."""
+
+    async def scenario() -> None:
+        qa, qb = qname("dga"), qname("dgb")
+        async with open_queen(baton_url) as queen:
+            for q in (qa, qb):
+                await configure(queen, q)
+                await push(queen, q, [{"transactionId": f"{q}-{i}", "data": {"i": i}} for i in range(3)])
+            assert [m["data"]["i"] for m in await collect(queen, qa, expected=3, group="g")] == [0, 1, 2]
+            two = await queen.queue(qb).group("g").batch(2).wait(False).pop()
+            assert [m["data"]["i"] for m in two] == [0, 1]
+            await queen.ack(two, True, {"group": "g"})
+            held = await queen.queue(qb).group("g").batch(1).wait(False).pop()
+            assert [m["data"]["i"] for m in held] == [2]
+
+            r = await queen.admin.delete_consumer_group_for_queue("g", qa)
+            assert r.get("success") is True and r.get("partitions") == 1, r
+            again = await collect(queen, qa, expected=3, group="g")
+            assert [m["data"]["i"] for m in again] == [0, 1, 2], "q is read from the start again"
+            await assert_nothing_delivered(queen, qb, group="g", why="the lease on the other queue stands")
+            acked = await queen.ack(held[0], True, {"group": "g"})
+            assert acked.get("success") is True, acked
+
+            r = await queen.admin.delete_consumer_group_for_queue("g", qb)
+            assert r.get("partitions") == 1, r
+            acked_after = await queen.ack(held[0], True, {"group": "g"})
+            assert acked_after.get("success") is False, "a lease of a forgotten place is void"
+
+            for group, q in (("nobody", qa), ("g", "no-such-queue"), ("__QUEUE_MODE__", qa)):
+                with pytest.raises(Exception):
+                    await queen.admin.delete_consumer_group_for_queue(group, q)
+
+    run(scenario())
+
+
+def test_get_partitions_and_list_messages_page_through_a_queue(baton_url: str) -> None:
+    """admin.get_partitions and admin.list_messages (issue 16 item 2): every partition of a
+    queue with its id (the one pops carry); a queue's messages in partition then offset
+    order, paged by limit/offset, a deleted message left out; bad input refused."""
+
+    async def scenario() -> None:
+        q = qname("browse")
+        async with open_queen(baton_url) as queen:
+            await configure(queen, q)
+            for part in ("a", "b"):
+                await push(queen, q, [{"transactionId": f"{part}-{i}", "data": {"p": part, "i": i}} for i in range(4)], partition=part)
+            parts = await queen.admin.get_partitions(queue=q)
+            assert sorted(p["name"] for p in parts["partitions"]) == ["a", "b"] and parts["total"] == 2, parts
+            popped = await queen.queue(q).partition("a").batch(1).wait(False).pop()
+            pid_a = popped[0]["partitionId"]
+            assert {p["name"]: p["id"] for p in parts["partitions"]}["a"] == pid_a
+            assert all(p["messages"] == 4 for p in parts["partitions"]), parts
+
+            await queen.admin.delete_message(pid_a, "a-2")
+            first = await queen.admin.list_messages(queue=q, limit=3)
+            assert [m["transactionId"] for m in first["messages"]] == ["a-0", "a-1", "a-3"], first
+            rest = await queen.admin.list_messages(queue=q, limit=10, offset=4)
+            assert [m["transactionId"] for m in rest["messages"]] == ["b-0", "b-1", "b-2", "b-3"], rest
+            assert rest["messages"][0]["data"] == {"p": "b", "i": 0}
+            one = await queen.admin.list_messages(queue=q, partition="b", offset=3)
+            assert [m["transactionId"] for m in one["messages"]] == ["b-3"], one
+
+            for params in ({}, {"queue": "no-such-queue"}, {"queue": q, "partition": "zz"}, {"queue": q, "limit": "x"}):
+                with pytest.raises(Exception):
+                    await queen.admin.list_messages(**params)
+
+    run(scenario())

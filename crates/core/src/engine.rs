@@ -235,6 +235,7 @@ pub(crate) enum Cmd {
     },
     DeleteGroup(String, oneshot::Sender<Result<(), CoreError>>),
     DeleteMessage(PartId, String, u64, oneshot::Sender<Result<u64, CoreError>>),
+    DeleteGroupOnQueue(String, String, oneshot::Sender<Result<u32, CoreError>>),
     DeleteQueue(String, oneshot::Sender<Result<(), CoreError>>),
     Txn(crate::txn::TxnRequest, oneshot::Sender<Result<crate::txn::TxnOutcome, CoreError>>),
     Produce(ProduceRequest, oneshot::Sender<Result<ProduceOutcome, CoreError>>),
@@ -485,6 +486,11 @@ impl Engine {
     /// it afterwards) at the offset a [`Query::MessageScan`] found; its offset.
     pub async fn delete_message(&self, part: PartId, txid: String, offset: u64) -> Result<u64, CoreError> {
         self.call(|r| Cmd::DeleteMessage(part, txid, offset, r)).await?
+    }
+
+    /// Forget `group`'s place on `queue` only; the partitions it had a cursor on.
+    pub async fn delete_group_on_queue(&self, group: String, queue: String) -> Result<u32, CoreError> {
+        self.call(|r| Cmd::DeleteGroupOnQueue(group, queue, r)).await?
     }
 
     pub async fn delete_group(&self, group: String) -> Result<(), CoreError> {

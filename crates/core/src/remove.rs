@@ -1,4 +1,5 @@
-//! Deleting one message through the API (Queen's `admin.delete_message`, issue 16).
+//! Deleting through the admin API (issue 16): one message (Queen's `admin.delete_message`),
+//! and a consumer group's place on one queue (`admin.delete_consumer_group_for_queue`).
 //!
 //! Baton's log and segments are append-only: a deleted message is hidden, not erased. It
 //! joins the partition's hidden spans (D48), which no consumer over HTTP is given and which
@@ -16,6 +17,31 @@ impl Planner {
     /// Hide the message `txid` at `offset` of partition `part` (where a
     /// [`crate::Query::MessageScan`] found it, off the planner); its offset. The offset is
     /// checked again here, so a forged or stale one hides nothing.
+    /// Forget `group`'s cursors (and leases) on every partition of `queue`, as Kafka's
+    /// OffsetDelete forgets one: its next pop there starts where its subscription mode
+    /// says, as a group new to the queue (crate::subscribe); its place on other queues
+    /// stays. The number of partitions it had a cursor on.
+    pub fn delete_group_on_queue(&mut self, group: &str, queue: &str) -> Planned<u32> {
+        let g =
+            *self.state.group_ids.get(group).ok_or_else(|| {
+                CoreError::not_found("group_not_found", format!("consumer group {group} does not exist"))
+            })?;
+        let q = self
+            .state
+            .queue(queue)
+            .ok_or_else(|| CoreError::not_found("queue_not_found", format!("queue {queue} does not exist")))?;
+        let parts: Vec<PartId> = q
+            .parts
+            .iter()
+            .copied()
+            .filter(|p| self.state.parts.get(p).is_some_and(|p| p.cursors.contains_key(&g)))
+            .collect();
+        for part in &parts {
+            self.emit_pub(Effect::DropCursor { part: *part, group: g })?;
+        }
+        Ok(parts.len() as u32)
+    }
+
     pub fn delete_message(&mut self, part: PartId, txid: &str, offset: u64) -> Planned<u64> {
         let not_found = || CoreError::not_found("message_not_found", format!("no message {txid:?} in that partition"));
         let h = self.state.txid_hash(txid);

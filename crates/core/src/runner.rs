@@ -375,6 +375,10 @@ impl PlannerLoop {
                 let res = self.p.step(|p| p.delete_message(part, &txid, offset));
                 self.settle(deferred(reply, res));
             }
+            Cmd::DeleteGroupOnQueue(g, q, reply) => {
+                let res = reserved(&g).and_then(|_| self.p.step(|p| p.delete_group_on_queue(&g, &q)));
+                self.settle(deferred(reply, res));
+            }
             Cmd::DeleteGroup(g, reply) => {
                 let res = reserved(&g).and_then(|_| self.p.step(|p| p.delete_group(&g)));
                 self.settle(deferred(reply, res));
@@ -738,6 +742,7 @@ fn fail_cmd(cmd: Cmd, e: CoreError) {
         Cmd::Configure(_, _, _, r) => drop(r.send(Err(e))),
         Cmd::Seek { reply, .. } => drop(reply.send(Err(e))),
         Cmd::DeleteGroup(_, r) => drop(r.send(Err(e))),
+        Cmd::DeleteGroupOnQueue(_, _, r) => drop(r.send(Err(e))),
         Cmd::DeleteMessage(_, _, _, r) => drop(r.send(Err(e))),
         Cmd::DeleteQueue(_, r) => drop(r.send(Err(e))),
         Cmd::Txn(_, r) => drop(r.send(Err(e))),

@@ -112,7 +112,7 @@ pub async fn configure(State(app): State<App>, JsonBody(b): JsonBody<ConfigureBo
         .into_response())
 }
 
-async fn all_queues(app: &App) -> Result<Vec<baton_core::QueueView>, ApiError> {
+pub(crate) async fn all_queues(app: &App) -> Result<Vec<baton_core::QueueView>, ApiError> {
     match app.engine.query(baton_core::Query::Queues).await? {
         QueryResult::Queues(v) => Ok(v),
         _ => unreachable!("Queues answers Queues"),
@@ -153,7 +153,7 @@ pub async fn queues(State(app): State<App>) -> Result<Response, ApiError> {
     Ok(Json(json!({"queues": qs.iter().map(queue_json).collect::<Vec<_>>()})).into_response())
 }
 
-async fn one_queue(app: &App, name: &str) -> Result<baton_core::QueueView, ApiError> {
+pub(crate) async fn one_queue(app: &App, name: &str) -> Result<baton_core::QueueView, ApiError> {
     one_queue_as(app, name, None).await
 }
 
@@ -255,6 +255,18 @@ pub async fn group(State(app): State<App>, Path(name): Path<String>) -> Result<R
 pub async fn delete_group(State(app): State<App>, Path(name): Path<String>) -> Result<Response, ApiError> {
     app.engine.delete_group(name.clone()).await?;
     Ok(Json(json!({"success": true, "deleted": name})).into_response())
+}
+
+/// `DELETE /api/v1/consumer-groups/{group}/queues/{queue}` (Queen's
+/// `delete_consumer_group_for_queue`): the group's cursors and leases on that queue only
+/// are forgotten, so its next pop there starts as a new subscription. `deleteMetadata` is
+/// accepted either way: the cursors are all the subscription Baton keeps.
+pub async fn delete_group_on_queue(
+    State(app): State<App>,
+    Path((group, queue)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let partitions = app.engine.delete_group_on_queue(group.clone(), queue.clone()).await?;
+    Ok(Json(json!({"success": true, "consumerGroup": group, "queue": queue, "partitions": partitions})).into_response())
 }
 
 #[derive(Deserialize, Default)]

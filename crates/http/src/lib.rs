@@ -7,6 +7,7 @@
 
 mod admin;
 mod body;
+mod browse;
 mod consume;
 mod error;
 mod fetch;
@@ -256,10 +257,13 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
         .route("/api/v1/timers/{queue}/{key}", get(kv::peek_timer).delete(kv::cancel_timer))
         .route("/api/v1/resources/overview", get(admin::overview))
         .route("/api/v1/resources/queues", get(admin::queues))
+        .route("/api/v1/resources/partitions", get(browse::partitions))
+        .route("/api/v1/messages", get(browse::messages))
         .route("/api/v1/resources/queues/{queue}", get(admin::queue).delete(admin::delete_queue))
         .route("/api/v1/resources/queues/{queue}/depth", get(admin::depth))
         .route("/api/v1/consumer-groups", get(admin::groups))
         .route("/api/v1/consumer-groups/{group}", get(admin::group).delete(admin::delete_group))
+        .route("/api/v1/consumer-groups/{group}/queues/{queue}", delete(admin::delete_group_on_queue))
         .route("/api/v1/consumer-groups/{group}/queues/{queue}/seek", post(admin::seek))
         .route("/api/v1/consumer-groups/lagging", get(admin::lagging))
         .route("/api/v1/consumer-groups/{group}/subscription", post(admin::subscription))

@@ -1,0 +1,139 @@
+//! Read-only pages of the admin client (issue 16): `GET /api/v1/resources/partitions`
+//! (Queen's `admin.get_partitions`) and `GET /api/v1/messages` (`admin.list_messages`).
+//!
+//! Owns paging over what the planner's views and the partition files hold. Must never
+//! answer an unbounded page (`limit` is capped at [`MAX_PAGE`]; a message page reads at
+//! most [`PAGE_BYTES`] of stored batches) and never show what no HTTP reader is shown
+//! (open or aborted Kafka transactions, control records, deleted messages: D48).
+
+use crate::admin::{all_queues, one_queue};
+use crate::error::ApiError;
+use crate::payload::payload_json;
+use crate::render::{iso_ms, read_records};
+use crate::App;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use baton_core::{message_uuid, FetchRequest};
+use serde::Deserialize;
+use serde_json::json;
+
+/// Most rows in one page; a larger `limit` is cut to it.
+pub const MAX_PAGE: usize = 1000;
+/// Most stored bytes one message page reads.
+pub const PAGE_BYTES: u64 = 4 << 20;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PageParams {
+    queue: Option<String>,
+    partition: Option<String>,
+    limit: Option<usize>,
+    offset: Option<usize>,
+}
+
+fn params(q: Result<Query<PageParams>, axum::extract::rejection::QueryRejection>) -> Result<PageParams, ApiError> {
+    let Query(p) = q.map_err(|e| ApiError::bad("invalid_query", e.body_text()))?;
+    Ok(p)
+}
+
+/// Every partition (of `queue`, or of all queues), by queue and name.
+pub async fn partitions(
+    State(app): State<App>,
+    q: Result<Query<PageParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let p = params(q)?;
+    let queues = match p.queue.as_deref().filter(|q| !q.is_empty()) {
+        Some(name) => vec![one_queue(&app, name).await?],
+        None => all_queues(&app).await?,
+    };
+    let limit = p.limit.unwrap_or(100).min(MAX_PAGE);
+    let skip = p.offset.unwrap_or(0);
+    let all = queues.iter().flat_map(|q| q.partitions.iter().map(move |pv| (q, pv)));
+    let total = queues.iter().map(|q| q.partitions.len()).sum::<usize>();
+    let rows: Vec<_> = all
+        .skip(skip)
+        .take(limit)
+        .map(|(q, pv)| {
+            json!({
+                "id": pv.id, "name": pv.name, "queue": q.name, "queueName": q.name,
+                "messages": pv.end - pv.start, "pending": pv.depth, "leased": pv.leased,
+                "firstOffset": pv.start, "nextOffset": pv.durable_end,
+            })
+        })
+        .collect();
+    Ok(Json(json!({"partitions": rows, "total": total, "limit": limit, "offset": skip})).into_response())
+}
+
+/// A queue's messages in partition order, then offset order, `offset` of them skipped.
+/// `total` counts stored offsets, control records and deleted messages among them.
+pub async fn messages(
+    State(app): State<App>,
+    q: Result<Query<PageParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let p = params(q)?;
+    let name = p.queue.filter(|q| !q.is_empty()).ok_or_else(|| ApiError::bad("missing_queue", "queue is required"))?;
+    let queue = one_queue(&app, &name).await?;
+    let limit = p.limit.unwrap_or(100).min(MAX_PAGE);
+    let mut skip = p.offset.unwrap_or(0) as u64;
+    let parts: Vec<_> =
+        queue.partitions.iter().filter(|pv| p.partition.as_ref().is_none_or(|n| *n == pv.name)).collect();
+    if let Some(n) = p.partition.as_ref().filter(|_| parts.is_empty()) {
+        return Err(ApiError::new(StatusCode::NOT_FOUND, "partition_not_found", format!("{name}/{n} does not exist")));
+    }
+    let total: u64 = parts.iter().map(|pv| pv.durable_end - pv.start).sum();
+    let mut out = Vec::new();
+    let mut budget = PAGE_BYTES;
+    for pv in parts {
+        let n = pv.durable_end - pv.start;
+        if skip >= n {
+            skip -= n;
+            continue;
+        }
+        let mut from = pv.start + std::mem::take(&mut skip);
+        while out.len() < limit && from < pv.durable_end && budget > 0 {
+            let req = FetchRequest {
+                queue: name.clone(),
+                partition: pv.name.clone(),
+                offset: from,
+                max_bytes: budget,
+                committed: true,
+            };
+            let Some(r) = app.engine.fetch(vec![req]).await?.pop() else { break };
+            if r.spans.is_empty() {
+                break;
+            }
+            budget = budget.saturating_sub(r.spans.iter().map(|s| s.len as u64).sum());
+            let hidden = |o: u64| {
+                let i = r.hidden.partition_point(|(s, _)| *s <= o);
+                i > 0 && o < r.hidden[i - 1].1
+            };
+            let recs = read_records(&r.spans, |o| o >= from)
+                .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?;
+            // Past every record read, shown or not; never past the last stable offset.
+            let Some(next) = recs.last().map(|m| m.offset + 1) else { break };
+            let part = baton_core::parse_partition_uuid(&pv.id);
+            for rec in recs.into_iter().filter(|m| m.offset < r.last_stable && !hidden(m.offset)) {
+                if out.len() == limit {
+                    break;
+                }
+                out.push(json!({
+                    "id": part.map(|p| message_uuid(p, rec.offset).to_string()),
+                    "transactionId": rec.txid, "traceId": rec.trace,
+                    "queue": name, "partition": pv.name, "partitionId": pv.id,
+                    "offset": rec.offset, "createdAt": iso_ms(rec.timestamp_ms),
+                    "data": payload_json(rec.value.as_deref()),
+                }));
+            }
+            if next <= from || next > r.last_stable {
+                break;
+            }
+            from = next;
+        }
+        if out.len() >= limit || budget == 0 {
+            break;
+        }
+    }
+    Ok(Json(json!({"messages": out, "total": total, "limit": limit, "offset": p.offset.unwrap_or(0)})).into_response())
+}
