@@ -1005,3 +1005,78 @@ def test_get_partitions_and_list_messages_page_through_a_queue(baton_url: str) -
                     await queen.admin.list_messages(**params)
 
     run(scenario())
+
+
+@pytest.mark.parametrize("compression", [False, True])
+def test_binary_push_stores_what_json_push_stores(baton_url: str, compression: bool) -> None:
+    """Queen(binary_push=True[, push_compression=True]) (issue 16 item 2): the client sends
+    its binary push body (QPB1; framed zstd groups with compression); every item is stored
+    as a JSON push stores it, a repeated transaction id is a duplicate, and with compression
+    a transaction with pushes goes as the binary transaction body (QTB1) and commits whole."""
+
+    async def scenario() -> None:
+        q = qname("bin")
+        async with open_queen(baton_url, binary_push=True, push_compression=compression) as queen:
+            await configure(queen, q)
+            items = [{"transactionId": f"b-{i}", "data": {"i": i, "s": "é" * 20}} for i in range(50)]
+            items.append({"data": None})
+            await push(queen, q, items, partition="p1")
+            again = await queen.queue(q).partition("p1").push([{"transactionId": "b-3", "data": {"i": 3}}])
+            assert again[0].get("status") == "duplicate", again
+            got = await queen.queue(q).batch(100).wait(False).pop()
+            assert [m["data"] for m in got[:50]] == [{"i": i, "s": "é" * 20} for i in range(50)], got[:3]
+            assert got[50]["data"] is None and len(got) == 51
+            assert got[50]["transactionId"], "an empty id is minted"
+            await queen.ack(got, True)
+
+            r = await (queen.transaction().queue(q).partition("p2").push([{"transactionId": "t-1", "data": {"t": 1}}]).commit())
+            assert r.get("success") is True, r
+            [m] = await queen.queue(q).batch(10).wait(False).pop()
+            assert (m["transactionId"], m["data"], m["partition"]) == ("t-1", {"t": 1}, "p2")
+
+    run(scenario())
+
+
+def test_binary_push_refuses_hostile_bodies(baton_url: str) -> None:
+    """A forged or cut binary body is a 400 `bad_binary_body` (a zstd bomb a 413) and
+    stores nothing."""
+    import struct
+    import urllib.error
+    import urllib.request
+
+    import zstandard
+
+    def post(body: bytes, path: str = "/api/v1/push") -> tuple[int, str]:
+        req = urllib.request.Request(f"{baton_url}{path}", data=body, method="POST",
+                                     headers={"Content-Type": "application/x-queen-push"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, ""
+        except urllib.error.HTTPError as e:
+            import json
+            return e.code, json.loads(e.read()).get("code", "")
+
+    def text(s: str) -> bytes:
+        return struct.pack("<H", len(s)) + s.encode()
+
+    good = b"QPB1\x00" + struct.pack("<I", 1) + text("hostile") + text("p") + struct.pack("<I", 1) + struct.pack("<I", 2) + b"42"
+    bomb_raw = zstandard.ZstdCompressor().compress(b"\x00" * (32 << 20))
+    cases = [
+        (good[:-1], 400, "bad_binary_body"),
+        (good + b"\x00", 400, "bad_binary_body"),
+        (b"QPB1\x40" + good[5:], 400, "bad_binary_body"),
+        (good[:-2] + b"{x", 400, "bad_payload"),
+        (b"QPB1\x01" + struct.pack("<I", 1 << 30) + bomb_raw, 413, "body_too_large"),
+        (b"QPB1\x01" + struct.pack("<I", 100) + bomb_raw, 413, "body_too_large"),
+        (b"QTB1\x00" + struct.pack("<I", 3) + b"{}x", 400, "bad_binary_body"),
+    ]
+    for body, status, code in cases:
+        assert post(body, "/api/v1/transaction" if body.startswith(b"QTB1") else "/api/v1/push") == (status, code), body[:16]
+
+    async def nothing_stored() -> None:
+        async with open_queen(baton_url) as queen:
+            msgs = await queen.queue("hostile").batch(10).wait(False).pop()
+            assert msgs == [], msgs
+
+    run(nothing_stored())
+    assert post(good) == (201, "")

@@ -21,6 +21,8 @@ pub const ACK_MEANING: &str = "push 201 and ack 200 are sent after the log entry
 
 pub struct BatonHttp {
     client: Client,
+    /// Pushes go as Queen's binary push body instead of JSON (`--push-body binary`).
+    binary: bool,
     pop_wait_ms: u64,
     lease_secs: u64,
     prep: OnceLock<Prepared>,
@@ -63,7 +65,19 @@ impl BatonHttp {
     /// `base` like `http://127.0.0.1:6632`; `pool` = concurrent workers;
     /// `pop_wait_ms` = long-poll time of a consume before it reports empty.
     pub fn new(base: &str, pool: usize, pop_wait_ms: u64) -> Result<BatonHttp> {
-        Ok(BatonHttp { client: Self::client(base, pool)?, pop_wait_ms, lease_secs: 60, prep: OnceLock::new() })
+        Ok(BatonHttp {
+            client: Self::client(base, pool)?,
+            binary: false,
+            pop_wait_ms,
+            lease_secs: 60,
+            prep: OnceLock::new(),
+        })
+    }
+
+    /// Push with Queen's binary body (`QPB1`) instead of JSON.
+    pub fn binary_push(mut self, on: bool) -> Self {
+        self.binary = on;
+        self
     }
 
     /// The client every Baton adapter uses: keep-alive pool of `pool`, Nagle
@@ -123,13 +137,17 @@ impl Target for BatonHttp {
             return Ok(());
         }
         let part = batch[0].partition as usize % p.part_json.len();
-        let body = wire::push_body(&p.queue_json, &p.part_json[part], &batch);
+        let body = if self.binary {
+            wire::push_body_binary(&p.queue, &format!("p{part}"), &batch)
+        } else {
+            wire::push_body(&p.queue_json, &p.part_json[part], &batch)
+        };
         drop(batch);
         let (st, b) = self.client.post_raw(&p.push_url, body).await.map_err(err("push"))?;
         if st != StatusCode::CREATED {
             return Err(BenchError(format!("push: HTTP {st}: {}", wire::snippet(&b))));
         }
-        let queued = wire::count_queued(&b);
+        let queued = if self.binary { wire::binary_queued(&b) } else { wire::count_queued(&b) };
         if queued != n {
             return Err(BenchError(format!("push: {queued} of {n} items queued: {}", wire::snippet(&b))));
         }

@@ -85,6 +85,13 @@ pub enum TargetKind {
     Postgres,
 }
 
+/// The body of a Baton push.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushBody {
+    Json,
+    Binary,
+}
+
 /// Benchmarks with flags of their own.
 #[derive(Subcommand, Debug, Clone)]
 pub enum BenchCommand {
@@ -126,6 +133,10 @@ pub struct BenchArgs {
     /// Concurrent workers, one connection each [default: 8; 64 for fixed and ramp].
     #[arg(long)]
     pub workers: Option<usize>,
+    /// How Baton pushes are sent: Queen's JSON body, or its binary body (`QPB1`: lengths
+    /// instead of JSON around the items; the same stored bytes).
+    #[arg(long, value_enum, default_value_t = PushBody::Json)]
+    pub push_body: PushBody,
     /// Payload bytes per message (printable ASCII, sent as a JSON string).
     #[arg(long, default_value_t = 256)]
     pub size: usize,
@@ -290,7 +301,8 @@ async fn run_baton(a: &BenchArgs, workers: usize) -> Result<(), String> {
         None
     };
     let url = spawned.as_ref().map_or(a.url.clone(), |s| s.url.clone());
-    let target = Arc::new(BatonHttp::new(&url, workers.max(8), a.wait_ms)?);
+    let target =
+        Arc::new(BatonHttp::new(&url, workers.max(8), a.wait_ms)?.binary_push(a.push_body == PushBody::Binary));
     if let Err(e) = target.wait_healthy(Duration::from_secs(30)).await {
         if let Some(s) = spawned.as_mut() {
             s.check_alive()?;

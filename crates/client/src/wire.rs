@@ -70,6 +70,36 @@ pub fn push_body<M: PushMsg>(queue_json: &str, partition_json: &str, batch: &[M]
     b
 }
 
+/// The same batch as Queen's binary push body (`QPB1`, docs/api.md "Binary push"): flags
+/// 4 (every item carries its transaction id) and 2 (the answer is the counts only); each
+/// payload is the JSON string [`push_body`] would send.
+pub fn push_body_binary<M: PushMsg>(queue: &str, partition: &str, batch: &[M]) -> Vec<u8> {
+    let per = batch.first().map_or(0, |m| m.payload().len() + m.txid().len()) + 16;
+    let mut b = Vec::with_capacity(32 + queue.len() + partition.len() + per * batch.len());
+    b.extend_from_slice(b"QPB1\x06");
+    b.extend_from_slice(&1u32.to_le_bytes());
+    for name in [queue, partition] {
+        b.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        b.extend_from_slice(name.as_bytes());
+    }
+    b.extend_from_slice(&(batch.len() as u32).to_le_bytes());
+    for m in batch {
+        b.extend_from_slice(&(m.txid().len() as u16).to_le_bytes());
+        b.extend_from_slice(m.txid().as_bytes());
+        let at = b.len();
+        b.extend_from_slice(&[0; 4]);
+        push_json_str(&mut b, m.payload());
+        let len = (b.len() - at - 4) as u32;
+        b[at..at + 4].copy_from_slice(&len.to_le_bytes());
+    }
+    b
+}
+
+/// How many items a counts answer of a binary push (`{"count", "queued", ...}`) queued.
+pub fn binary_queued(answer: &[u8]) -> usize {
+    serde_json::from_slice::<serde_json::Value>(answer).ok().and_then(|v| v["queued"].as_u64()).unwrap_or(0) as usize
+}
+
 /// The body of `POST /api/v1/ack/batch` (queue mode: `consumerGroup` null, all `completed`).
 pub fn ack_body<A: AckMsg>(deliveries: &[A]) -> Vec<u8> {
     let mut b = Vec::with_capacity(48 + deliveries.len() * 160);

@@ -285,7 +285,7 @@ fn render_pop(r: PopResult) -> Result<(Response, Vec<u64>, usize), ApiError> {
     Ok((([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response(), gone, shown))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct AckBody {
     pub(crate) transaction_id: Option<String>,

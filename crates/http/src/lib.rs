@@ -21,6 +21,7 @@ mod metrics;
 mod metrics_json;
 mod payload;
 mod push;
+mod push_binary;
 mod render;
 mod timing;
 mod txn;

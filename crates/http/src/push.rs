@@ -44,6 +44,35 @@ pub struct PushItem<'a> {
     payload: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     data: Option<&'a RawValue>,
+    /// A binary body's payload, not yet parsed: `build_groups` parses it once, in the
+    /// check every payload passes (a `RawValue` would cost a second parse).
+    #[serde(skip)]
+    text: Option<&'a str>,
+}
+
+impl<'a> PushItem<'a> {
+    /// One item of a binary push body (crate::push_binary): no trace id travels there.
+    pub(crate) fn binary(queue: &'a str, partition: &'a str, txid: Option<&'a str>, payload: &'a str) -> Self {
+        PushItem {
+            queue: Cow::Borrowed(queue),
+            partition: Some(Cow::Borrowed(partition)),
+            transaction_id: txid.map(Cow::Borrowed),
+            trace_id: None,
+            payload: None,
+            data: None,
+            text: Some(payload),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn parts(&self) -> (String, String, Option<String>, String) {
+        (
+            self.queue.to_string(),
+            self.partition.as_deref().unwrap_or_default().to_string(),
+            self.transaction_id.as_deref().map(str::to_string),
+            self.text.map(str::to_string).unwrap_or_default(),
+        )
+    }
 }
 
 /// A field that is present, null included (plain `Option` would read null as absent).
@@ -52,8 +81,33 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValu
 }
 
 pub async fn push(State(app): State<App>, RawBody(raw): RawBody) -> Result<Response, ApiError> {
+    if raw.starts_with(crate::push_binary::PUSH_MAGIC) {
+        return push_binary(app, &raw).await;
+    }
     let groups = push_request(&raw, &app.cfg)?;
     let results = app.engine.push(groups).await?;
+    let out: Vec<PushAnswer> = results.iter().map(PushAnswer::from).collect();
+    Ok((StatusCode::CREATED, Json(out)).into_response())
+}
+
+/// A binary push body (crate::push_binary): the same items, the same path, the same
+/// answer, or only its counts when the body asks for them.
+async fn push_binary(app: App, raw: &[u8]) -> Result<Response, ApiError> {
+    let inflated = crate::push_binary::inflate(raw, app.cfg.max_body_bytes)?;
+    let decoded = crate::push_binary::items(raw, &inflated, MAX_ITEMS)?;
+    let counts = decoded.counts;
+    let groups = build_groups(&app.cfg, decoded.items)?;
+    let results = app.engine.push(groups).await?;
+    if counts {
+        let n = |f: fn(&PushStatus) -> bool| results.iter().filter(|r| f(&r.status)).count();
+        let body = serde_json::json!({
+            "count": results.len(),
+            "queued": n(|s| matches!(s, PushStatus::Queued { .. })),
+            "duplicate": n(|s| matches!(s, PushStatus::Duplicate { .. })),
+            "error": n(|s| matches!(s, PushStatus::Failed(_))),
+        });
+        return Ok((StatusCode::CREATED, Json(body)).into_response());
+    }
     let out: Vec<PushAnswer> = results.iter().map(PushAnswer::from).collect();
     Ok((StatusCode::CREATED, Json(out)).into_response())
 }
@@ -149,12 +203,12 @@ pub(crate) fn build_groups(cfg: &HttpConfig, items: Vec<PushItem<'_>>) -> Result
         baton_core::valid_name(&it.queue)
             .map_err(|m| ApiError::bad("invalid_queue", format!("items[{i}].queue: {m}")))?;
         let payload = it
-            .payload
-            .or(it.data)
+            .text
+            .or_else(|| it.payload.or(it.data).map(RawValue::get))
             .ok_or_else(|| ApiError::bad("missing_field", format!("items[{i}] has no payload")))?;
-        crate::payload::check(payload.get(), cfg.max_payload_depth)
+        crate::payload::check(payload, cfg.max_payload_depth)
             .map_err(|e| ApiError::bad("bad_payload", format!("items[{i}].payload: {e}")))?;
-        let bytes = payload.get().as_bytes();
+        let bytes = payload.as_bytes();
         if bytes.len() > max {
             return Err(ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,

@@ -98,10 +98,47 @@ pub struct TxnBody<'a> {
 }
 
 pub async fn transaction(State(app): State<App>, RawBody(raw): RawBody) -> Result<Response, ApiError> {
-    let req = txn_request(&raw, &app.cfg)?;
+    let mut counts = false;
+    let req = if raw.starts_with(crate::push_binary::TXN_MAGIC) {
+        // Queen's binary transaction body (crate::push_binary): the JSON head, then the
+        // pushes as framed groups, answered head operations first, then the pushes.
+        let inflated = crate::push_binary::inflate(&raw, app.cfg.max_body_bytes)?;
+        let decoded = crate::push_binary::items(&raw, &inflated, crate::push::MAX_ITEMS)?;
+        counts = decoded.counts;
+        let mut body: TxnBody = match decoded.head {
+            Some(h) if !h.is_empty() => parse(h)?,
+            _ => parse(b"{\"operations\": []}")?,
+        };
+        if body.operations.iter().any(|o| o.kind == "push") {
+            return Err(ApiError::bad("bad_binary_body", "the head of a binary transaction holds no push"));
+        }
+        if !decoded.items.is_empty() {
+            body.operations.push(OpJson {
+                kind: Cow::Borrowed("push"),
+                items: Some(decoded.items),
+                ack: AckBody::default(),
+            });
+        }
+        txn_body_request(body, &app.cfg)?
+    } else {
+        txn_request(&raw, &app.cfg)?
+    };
     let txid = uuid::Uuid::now_v7().to_string();
     match app.engine.transaction(req).await? {
         TxnOutcome::Committed(items) => {
+            if counts {
+                // The binary body's flag 2: the pushes and acks counted, the riders' results kept.
+                let pushed = items.iter().filter(|i| matches!(i, TxnItem::Pushed { .. })).count();
+                let acked = items.iter().filter(|i| matches!(i, TxnItem::Acked)).count();
+                let riders: Vec<_> = items
+                    .iter()
+                    .filter(|i| matches!(i, TxnItem::Kv(_) | TxnItem::Timer(_)))
+                    .map(ResultJson::from)
+                    .collect();
+                return Ok(Json(json!({"transactionId": txid, "success": true, "pushed": pushed, "duplicate": 0,
+                    "acked": acked, "results": riders}))
+                .into_response());
+            }
             let results = items.iter().map(ResultJson::from).collect();
             Ok(Json(Committed { transaction_id: &txid, success: true, results }).into_response())
         }
@@ -120,7 +157,10 @@ pub async fn transaction(State(app): State<App>, RawBody(raw): RawBody) -> Resul
 /// A transaction body judged and converted, with no engine: what the planner is handed.
 /// Every refusal of bad input happens here (the fuzz target drives it, crates/http/fuzz).
 pub fn txn_request(raw: &[u8], cfg: &HttpConfig) -> Result<TxnRequest, ApiError> {
-    let body: TxnBody = parse(raw)?;
+    txn_body_request(parse(raw)?, cfg)
+}
+
+fn txn_body_request(body: TxnBody<'_>, cfg: &HttpConfig) -> Result<TxnRequest, ApiError> {
     // A transaction of KV or timer operations alone is one entry like any other (Queen's
     // client sends them beside an empty `operations`).
     let kv = body.kv.as_ref().map_or(0, Vec::len);
