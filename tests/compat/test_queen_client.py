@@ -1080,3 +1080,49 @@ def test_binary_push_refuses_hostile_bodies(baton_url: str) -> None:
 
     run(nothing_stored())
     assert post(good) == (201, "")
+
+
+def test_traces_from_a_consumer_are_queried_by_message_and_name(baton_url: str) -> None:
+    """msg.trace() inside consume() (issue 16 item 2) records events, kept durably; the
+    admin queries find them by message, by name (time order, paged) and list the names;
+    a malformed trace is refused and stores nothing."""
+
+    async def scenario() -> None:
+        q = qname("trace")
+        name = f"order-{uuid.uuid4().hex[:6]}"
+        async with open_queen(baton_url) as queen:
+            await configure(queen, q)
+            await push(queen, q, [{"transactionId": f"tr-{i}", "data": {"i": i}} for i in range(2)])
+            answers = []
+
+            async def handler(msg):
+                answers.append(await msg["trace"]({"traceName": name, "eventType": "step", "data": {"seen": msg["data"]["i"]}}))
+                answers.append(await msg["trace"]({"data": {"plain": True}}))
+
+            await queen.queue(q).batch(1).each().limit(2).consume(handler)
+            assert all(a.get("success") is True for a in answers), answers
+            got = await queen.queue(q).batch(1).wait(False).pop()
+            assert got == [], "both were acked"
+
+            await push(queen, q, [{"transactionId": "probe", "data": {}}])
+            [probe] = await queen.queue(q).batch(1).wait(False).pop()
+            pid = probe["partitionId"]
+            mine = await queen.admin.get_traces_for_message(pid, "tr-0")
+            assert [t["eventType"] for t in mine["traces"]] == ["step", "info"], mine
+            assert mine["traces"][0]["data"] == {"seen": 0} and mine["traces"][0]["traceNames"] == [name], mine
+            by_name = await queen.admin.get_traces_by_name(name)
+            assert [t["data"]["seen"] for t in by_name["traces"]] == [0, 1], by_name
+            second = await queen.admin.get_traces_by_name(name, limit=1, offset=1)
+            assert [t["data"]["seen"] for t in second["traces"]] == [1], second
+            names = await queen.admin.get_trace_names()
+            assert name in [n["name"] for n in names["names"]], names
+
+            for bad in ({"transactionId": "x", "partitionId": "nope", "data": {}},
+                        {"transactionId": "x", "partitionId": pid, "traceNames": ["a\u0001"], "data": {}},
+                        {"transactionId": "x", "partitionId": pid, "traceNames": [f"n{i}" for i in range(17)], "data": {}},
+                        {"transactionId": "x", "partitionId": pid}):
+                with pytest.raises(Exception):
+                    await queen._http_client.post("/api/v1/traces", bad)
+            assert (await queen.admin.get_traces_for_message(pid, "x"))["traces"] == []
+
+    run(scenario())

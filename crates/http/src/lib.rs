@@ -24,6 +24,7 @@ mod push;
 mod push_binary;
 mod render;
 mod timing;
+mod traces;
 mod txn;
 
 use axum::routing::{delete, get, post};
@@ -61,6 +62,8 @@ pub struct HttpConfig {
     /// Message lookups by transaction id (get and delete) reading the index at once; more
     /// are answered 429 `too_many_lookups`.
     pub max_message_lookups: usize,
+    /// How long a trace event (`POST /api/v1/traces`) is kept, seconds.
+    pub trace_retention_secs: u64,
     /// Longest long poll honoured, whatever the client asks.
     pub max_wait_ms: u64,
     /// Bounds of the listener's connections (idle timeout, cap, lingering close).
@@ -90,6 +93,7 @@ impl Default for HttpConfig {
             max_ack_error_bytes: DEFAULT_MAX_ACK_ERROR_BYTES,
             default_batch: 100,
             max_message_lookups: DEFAULT_MAX_MESSAGE_LOOKUPS,
+            trace_retention_secs: traces::DEFAULT_RETENTION_SECS,
             max_wait_ms: 60_000,
             conn: ConnConfig::default(),
             conn_stats: Arc::default(),
@@ -157,6 +161,8 @@ pub struct AppState {
     /// Permits of [`HttpConfig::max_message_lookups`].
     pub(crate) lookups: tokio::sync::Semaphore,
 }
+
+pub use traces::DEFAULT_RETENTION_SECS as DEFAULT_TRACE_RETENTION_SECS;
 
 /// Default of [`HttpConfig::max_message_lookups`]: each reads up to 64 MiB of index.
 pub const DEFAULT_MAX_MESSAGE_LOOKUPS: usize = 2;
@@ -253,6 +259,10 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
         .route("/api/v1/transaction", post(txn::transaction))
         .route("/api/v1/kv", post(kv::kv))
         .route("/api/v1/locks", post(locks::locks))
+        .route("/api/v1/traces", post(traces::record))
+        .route("/api/v1/traces/names", get(traces::names))
+        .route("/api/v1/traces/by-name/{name}", get(traces::by_name))
+        .route("/api/v1/traces/{partition}/{txid}", get(traces::for_message))
         .route("/api/v1/timers", post(kv::timers))
         .route("/api/v1/timers/{queue}", get(kv::list_timers))
         .route("/api/v1/timers/{queue}/{key}", get(kv::peek_timer).delete(kv::cancel_timer))

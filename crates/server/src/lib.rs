@@ -91,6 +91,11 @@ pub struct ServeArgs {
     #[arg(long, env = "BATON_MAX_MESSAGE_LOOKUPS", default_value_t = baton_http::DEFAULT_MAX_MESSAGE_LOOKUPS as u32,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub max_message_lookups: u32,
+    /// How long a trace event (`POST /api/v1/traces`, Queen's `msg.trace()`) is kept; traces
+    /// are KV rows, so they also count against --max-kv-mb.
+    #[arg(long, env = "BATON_TRACE_RETENTION_SECS", default_value_t = baton_http::DEFAULT_TRACE_RETENTION_SECS,
+          value_parser = clap::value_parser!(u64).range(1..=315_360_000))]
+    pub trace_retention_secs: u64,
     /// An HTTP connection with no request in progress (a long poll is one) and no byte read
     /// or written for this many seconds is closed.
     #[arg(long, env = "BATON_HTTP_IDLE_TIMEOUT_SECS", default_value_t = 60)]
@@ -379,6 +384,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         fetch_max_entries: a.http_fetch_max_entries.max(1),
         max_ack_error_bytes: a.max_ack_error_bytes,
         max_message_lookups: a.max_message_lookups as usize,
+        trace_retention_secs: a.trace_retention_secs,
         conn: baton_http::ConnConfig {
             idle_timeout: Duration::from_secs(a.http_idle_timeout_secs.max(1)),
             max_connections: a.http_max_connections.max(1),
