@@ -1126,3 +1126,37 @@ def test_traces_from_a_consumer_are_queried_by_message_and_name(baton_url: str) 
             assert (await queen.admin.get_traces_for_message(pid, "x"))["traces"] == []
 
     run(scenario())
+
+
+def test_changed_since_lists_partitions_written_since_a_safe_time(baton_url: str) -> None:
+    """queue.changed_since(since) (issue 16 item 2): every partition without since; with the
+    answer's safeTime as the next since, only the partitions written after it; pages by
+    `after`; an unknown queue has none; a malformed entry is refused."""
+
+    async def scenario() -> None:
+        q = qname("changed")
+        async with open_queen(baton_url) as queen:
+            await configure(queen, q)
+            for p in ("a", "b", "c"):
+                await push(queen, q, [{"data": {"p": p}}], partition=p)
+            first = await queen.queue(q).changed_since(None)
+            assert [p["name"] for p in first["partitions"]] == ["a", "b", "c"], first
+            assert first["partitions"][0]["lastOffset"] == 0 and first["safeTime"], first
+            await push(queen, q, [{"data": {"p": "b"}}, {"data": {"p": "b2"}}], partition="b")
+            later = await queen.queue(q).changed_since(first["safeTime"])
+            assert [(p["name"], p["lastOffset"]) for p in later["partitions"]] == [("b", 2)], later
+            none = await queen.queue(q).changed_since(later["safeTime"])
+            assert none["partitions"] == [], none
+            assert (await queen.queue("no-such-queue").changed_since(None))["partitions"] == []
+
+            page = await queen._http_client.post("/api/v1/partitions/changed", {"entries": [{"queue": q, "limit": 2}]})
+            e = page["entries"][0]
+            assert [p["name"] for p in e["partitions"]] == ["a", "b"] and e["next"] == e["partitions"][1]["id"], page
+            rest = await queen._http_client.post("/api/v1/partitions/changed", {"entries": [{"queue": q, "after": e["next"]}]})
+            assert [p["name"] for p in rest["entries"][0]["partitions"]] == ["c"], rest
+            for bad in ({"entries": []}, {"entries": [{"queue": q, "since": "yesterday"}]},
+                        {"entries": [{"queue": q, "after": "nope"}]}, {"entries": [{"queue": q, "bogus": 1}]}):
+                with pytest.raises(Exception):
+                    await queen._http_client.post("/api/v1/partitions/changed", bad)
+
+    run(scenario())

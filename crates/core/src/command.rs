@@ -210,8 +210,35 @@ pub enum Query {
     },
     /// Kafka transactional ids: the named ones, or every one (D48).
     KafkaTxns(Option<Vec<String>>),
+    /// The partitions of `queue` written at or after `since`, in creation order, after the
+    /// partition `after`, at most `limit` (Queen's `changed_since`).
+    ChangedPartitions {
+        queue: String,
+        since: Option<Micros>,
+        after: Option<PartId>,
+        limit: usize,
+    },
     /// A Kafka topic's configs as set (None: no such topic).
     TopicConfigs(String),
+}
+
+/// One page of [`Query::ChangedPartitions`].
+#[derive(Debug, Clone)]
+pub struct ChangedPage {
+    pub parts: Vec<ChangedPart>,
+    /// Where the next page starts, when this one was cut at its limit.
+    pub next: Option<PartId>,
+    /// Every entry at or before this time is counted in the page: the next `since`.
+    pub safe_time: Micros,
+}
+
+#[derive(Debug, Clone)]
+pub struct ChangedPart {
+    pub id: PartId,
+    pub name: String,
+    pub start: u64,
+    pub durable_end: u64,
+    pub last_write: Micros,
 }
 
 /// One Kafka transactional id as DescribeTransactions and ListTransactions show it.
@@ -316,6 +343,8 @@ pub enum QueryResult {
     Dlq(Vec<DlqView>),
     /// (queue, partition, where its bytes are, each group's progress on it).
     Message(Option<(String, String, Option<ReadSpan>, Vec<MessageGroup>)>),
+    /// None for an unknown queue.
+    Changed(Option<ChangedPage>),
     /// The search and the hash it looks for; None for an unknown partition.
     MessageScan(Option<(crate::store::TxidScan, u64)>),
     Offset(Result<Option<u64>, CoreError>),

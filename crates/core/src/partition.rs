@@ -302,6 +302,12 @@ impl Partition {
         offset < self.end && self.txid_at(offset) == Some(h) && !self.is_marker(offset)
     }
 
+    /// The time of the last batch written here (None before the first).
+    pub fn last_write(&self) -> Option<Micros> {
+        let f = self.files.as_ref()?;
+        f.segments.iter().rev().find(|s| s.index.batches > 0).map(|s| s.index.last_ts)
+    }
+
     pub fn durable_end(&self) -> u64 {
         self.durable.load(Ordering::Acquire)
     }

@@ -180,6 +180,28 @@ pub fn run(state: &State, q: Query) -> QueryResult {
                 None => all.iter().map(view).collect(),
             })
         }
+        Query::ChangedPartitions { queue, since, after, limit } => QueryResult::Changed(state.queue(&queue).map(|q| {
+            let mut parts = Vec::new();
+            let mut next = None;
+            // Entries are strictly later than the last one applied (I5).
+            let safe_time = state.last_ts + 1;
+            for id in q.parts.iter().copied().filter(|id| after.is_none_or(|a| *id > a)) {
+                let Some(p) = state.parts.get(&id) else { continue };
+                let Some(w) = p.last_write().filter(|w| since.is_none_or(|s| *w >= s)) else { continue };
+                if parts.len() == limit {
+                    next = parts.last().map(|c: &ChangedPart| c.id);
+                    break;
+                }
+                parts.push(ChangedPart {
+                    id,
+                    name: p.name.clone(),
+                    start: p.start,
+                    durable_end: p.durable_end(),
+                    last_write: w,
+                });
+            }
+            ChangedPage { parts, next, safe_time }
+        })),
         Query::MessageScan { part, txid } => QueryResult::MessageScan(
             state.parts.get(&part).and_then(|p| Some((p.txid_scan(MESSAGE_SCAN)?, state.txid_hash(&txid)))),
         ),

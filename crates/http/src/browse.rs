@@ -137,3 +137,77 @@ pub async fn messages(
     }
     Ok(Json(json!({"messages": out, "total": total, "limit": limit, "offset": p.offset.unwrap_or(0)})).into_response())
 }
+
+/// Most entries in one `POST /api/v1/partitions/changed`, and most partitions one entry
+/// answers (Queen's page).
+pub const CHANGED_MAX_ENTRIES: usize = 100;
+pub const CHANGED_PAGE: usize = 1000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChangedBody {
+    entries: Vec<ChangedEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChangedEntry {
+    queue: String,
+    since: Option<String>,
+    after: Option<String>,
+    limit: Option<usize>,
+}
+
+/// `POST /api/v1/partitions/changed` (Queen's `changed_since`): per entry, the queue's
+/// partitions written at or after `since`, in creation order, paged by `after` (the last
+/// partition id of the page before), and the `safeTime` to pass as the next `since`.
+pub async fn changed(
+    State(app): State<App>,
+    crate::body::JsonBody(b): crate::body::JsonBody<ChangedBody>,
+) -> Result<Response, ApiError> {
+    if b.entries.is_empty() || b.entries.len() > CHANGED_MAX_ENTRIES {
+        return Err(ApiError::bad("invalid_entries", format!("1 to {CHANGED_MAX_ENTRIES} entries")));
+    }
+    let mut safe: Option<u64> = None;
+    let mut out = Vec::with_capacity(b.entries.len());
+    for (i, e) in b.entries.into_iter().enumerate() {
+        let since =
+            match e.since.as_deref() {
+                None => None,
+                Some(t) => Some(crate::render::parse_iso(t).ok_or_else(|| {
+                    ApiError::bad("invalid_timestamp", format!("entries[{i}].since must be RFC 3339"))
+                })?),
+            };
+        let after = match e.after.as_deref() {
+            None => None,
+            Some(a) => Some(baton_core::parse_partition_uuid(a).ok_or_else(|| {
+                ApiError::bad("invalid_partition_id", format!("entries[{i}].after: {a:?} is not a Baton partition id"))
+            })?),
+        };
+        let limit = e.limit.unwrap_or(CHANGED_PAGE).clamp(1, CHANGED_PAGE);
+        let q = baton_core::Query::ChangedPartitions { queue: e.queue.clone(), since, after, limit };
+        let page = match app.engine.query(q).await? {
+            baton_core::QueryResult::Changed(p) => p,
+            _ => unreachable!("ChangedPartitions answers Changed"),
+        };
+        let Some(page) = page else {
+            out.push(json!({"queue": e.queue, "partitions": [], "next": null, "error": "UNKNOWN_TOPIC_OR_PARTITION"}));
+            continue;
+        };
+        safe = Some(safe.map_or(page.safe_time, |s| s.min(page.safe_time)));
+        let parts: Vec<_> = page
+            .parts
+            .iter()
+            .map(|p| {
+                json!({
+                    "name": p.name, "id": baton_core::partition_uuid(p.id).to_string(),
+                    "lastOffset": p.durable_end.checked_sub(1).filter(|o| *o >= p.start),
+                    "logStart": p.start, "lastWriteAt": crate::render::iso_micros(p.last_write),
+                })
+            })
+            .collect();
+        let next = page.next.map(|n| baton_core::partition_uuid(n).to_string());
+        out.push(json!({"queue": e.queue, "partitions": parts, "next": next}));
+    }
+    Ok(Json(json!({"safeTime": safe.map(crate::render::iso_micros), "entries": out})).into_response())
+}

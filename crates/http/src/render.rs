@@ -17,6 +17,13 @@ pub fn iso_us(us: u64) -> String {
     iso_ms((us / 1000) as i64)
 }
 
+/// To the microsecond: a time a client hands back (`changed_since`'s `safeTime`) must not
+/// round, or the writes of its last millisecond are listed twice.
+pub fn iso_micros(us: u64) -> String {
+    let ms = iso_ms((us / 1000) as i64);
+    format!("{}{:03}Z", &ms[..ms.len() - 1], us % 1000)
+}
+
 /// RFC 3339 → microseconds since the epoch.
 pub fn parse_iso(s: &str) -> Option<u64> {
     let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()?;
@@ -85,6 +92,13 @@ pub fn read_records(spans: &[ReadSpan], want: impl Fn(u64) -> bool) -> Result<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn micros_round_trip() {
+        let us = 1_700_000_000_123_456;
+        assert_eq!(iso_micros(us), "2023-11-14T22:13:20.123456Z");
+        assert_eq!(parse_iso(&iso_micros(us)), Some(us));
+    }
 
     #[test]
     fn iso_round_trip() {
