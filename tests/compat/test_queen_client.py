@@ -1160,3 +1160,34 @@ def test_changed_since_lists_partitions_written_since_a_safe_time(baton_url: str
                     await queen._http_client.post("/api/v1/partitions/changed", bad)
 
     run(scenario())
+
+
+def test_status_and_analytics_views_answer_live_numbers(baton_url: str) -> None:
+    """admin.get_status, get_queue_stats, get_queue_detail, get_analytics,
+    refresh_consumer_stats, get_system_metrics and get_worker_metrics (issue 16 item 2):
+    live numbers that follow what was pushed, popped and acked; an unknown queue is a 404."""
+
+    async def scenario() -> None:
+        q = qname("status")
+        async with open_queen(baton_url) as queen:
+            await configure(queen, q)
+            await push(queen, q, [{"data": {"i": i}} for i in range(5)], partition="p")
+            got = await queen.queue(q).batch(2).wait(False).pop()
+            await queen.ack(got, True)
+            status = await queen.admin.get_status()
+            assert status["status"] == "healthy" and status["queues"] >= 1 and status["throughput"]["pushed"] >= 5, status
+            stats = {s["name"]: s for s in (await queen.admin.get_queue_stats())["queues"]}
+            assert stats[q]["messages"] == {"total": 5, "pending": 3, "deadLetter": 0}, stats[q]
+            detail = await queen.admin.get_queue_detail(q)
+            assert detail["partitionList"][0]["name"] == "p" and detail["partitionList"][0]["pending"] == 3, detail
+            analytics = await queen.admin.get_analytics(interval="minute")
+            assert any(s["name"] == q for s in analytics["queues"]), analytics
+            assert (await queen.admin.refresh_consumer_stats())["success"] is True
+            system = await queen.admin.get_system_metrics()
+            assert system["memory"]["rssBytes"] > 0 and system["openFiles"] > 0, system
+            workers = await queen.admin.get_worker_metrics()
+            assert any(w["name"] == "baton-planner" for w in workers["workers"]), workers
+            with pytest.raises(Exception):
+                await queen.admin.get_queue_detail("no-such-queue")
+
+    run(scenario())

@@ -23,6 +23,7 @@ mod payload;
 mod push;
 mod push_binary;
 mod render;
+mod status;
 mod timing;
 mod traces;
 mod txn;
@@ -236,6 +237,7 @@ pub fn router(engine: Engine, cfg: HttpConfig) -> Router {
 /// The router, with a handle the server triggers on its stop signal to end long polls.
 pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown) -> Router {
     let forwarder = cfg.forward.clone().map(forward::Forwarder::new);
+    status::mark_start();
     let lookups = tokio::sync::Semaphore::new(cfg.max_message_lookups.max(1));
     let state =
         Arc::new(AppState { engine, cfg, shutdown, times: timing::RequestTimes::default(), forwarder, lookups });
@@ -271,6 +273,13 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
         .route("/api/v1/resources/partitions", get(browse::partitions))
         .route("/api/v1/messages", get(browse::messages))
         .route("/api/v1/partitions/changed", post(browse::changed))
+        .route("/api/v1/status", get(status::status))
+        .route("/api/v1/status/queues", get(status::queues))
+        .route("/api/v1/status/queues/{queue}", get(status::queue))
+        .route("/api/v1/status/analytics", get(status::analytics))
+        .route("/api/v1/stats/refresh", post(status::refresh))
+        .route("/api/v1/analytics/system-metrics", get(status::system_metrics))
+        .route("/api/v1/analytics/worker-metrics", get(status::worker_metrics))
         .route("/api/v1/resources/queues/{queue}", get(admin::queue).delete(admin::delete_queue))
         .route("/api/v1/resources/queues/{queue}/depth", get(admin::depth))
         .route("/api/v1/consumer-groups", get(admin::groups))

@@ -50,14 +50,7 @@ fn counter(out: &mut String, name: &str, help: &str, v: u64) {
 /// from two scrapes without instrumenting the hot path. Linux only; elsewhere
 /// the family is simply absent.
 fn thread_cpu(out: &mut String) {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return };
-    let mut by_name: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
-    for t in dir.flatten() {
-        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-        let Ok(stat) = std::fs::read_to_string(t.path().join("schedstat")) else { continue };
-        let ns: u64 = stat.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0);
-        *by_name.entry(comm.trim().to_string()).or_default() += ns;
-    }
+    let by_name = thread_cpu_ns();
     let _ = writeln!(
         out,
         "# HELP baton_thread_cpu_seconds_total CPU time of the process's threads, by thread name.\n# TYPE baton_thread_cpu_seconds_total counter"
@@ -65,6 +58,19 @@ fn thread_cpu(out: &mut String) {
     for (name, ns) in by_name {
         let _ = writeln!(out, "baton_thread_cpu_seconds_total{{thread=\"{}\"}} {:.6}", label(&name), ns as f64 / 1e9);
     }
+}
+
+/// CPU nanoseconds by thread name (threads of one name summed); empty off Linux.
+pub(crate) fn thread_cpu_ns() -> std::collections::BTreeMap<String, u64> {
+    let mut by_name = std::collections::BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return by_name };
+    for t in dir.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        let Ok(stat) = std::fs::read_to_string(t.path().join("schedstat")) else { continue };
+        let ns: u64 = stat.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        *by_name.entry(comm.trim().to_string()).or_default() += ns;
+    }
+    by_name
 }
 
 fn request_times(out: &mut String, app: &App) {
