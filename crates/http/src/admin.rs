@@ -131,11 +131,12 @@ fn queue_json(q: &baton_core::QueueView) -> serde_json::Value {
     })
 }
 
-pub async fn overview(State(app): State<App>) -> Result<Response, ApiError> {
-    let qs = all_queues(&app).await?;
+/// Queues, partitions and messages summed over `qs`, and the request counters: the
+/// overview's fields (the status view adds its own).
+pub(crate) fn totals(app: &App, qs: &[baton_core::QueueView]) -> serde_json::Value {
     let c = app.engine.counters();
     use std::sync::atomic::Ordering::Relaxed;
-    Ok(Json(json!({
+    json!({
         "queues": qs.len(),
         "partitions": qs.iter().map(|q| q.partitions.len()).sum::<usize>(),
         "messages": {
@@ -144,8 +145,12 @@ pub async fn overview(State(app): State<App>) -> Result<Response, ApiError> {
             "deadLetter": qs.iter().map(|q| q.dead_letters).sum::<u64>(),
         },
         "counters": {"pushed": c.pushed.load(Relaxed), "popped": c.popped.load(Relaxed), "acked": c.acked.load(Relaxed)},
-    }))
-    .into_response())
+    })
+}
+
+pub async fn overview(State(app): State<App>) -> Result<Response, ApiError> {
+    let qs = all_queues(&app).await?;
+    Ok(Json(totals(&app, &qs)).into_response())
 }
 
 pub async fn queues(State(app): State<App>) -> Result<Response, ApiError> {

@@ -9,7 +9,7 @@
 //! not applied (the answers carry `"live": true`). Must never add work to the planner's
 //! hot path: each view is one read-only query.
 
-use crate::admin::{all_queues, one_queue};
+use crate::admin::{all_queues, one_queue, totals};
 use crate::error::ApiError;
 use crate::render::iso_us;
 use crate::App;
@@ -44,21 +44,13 @@ fn counters(app: &App) -> Value {
 
 pub async fn status(State(app): State<App>) -> Result<Response, ApiError> {
     let qs = all_queues(&app).await?;
-    Ok(Json(json!({
-        "status": if app.engine.failure().is_none() { "healthy" } else { "failed" },
-        "live": true,
-        "time": iso_us(baton_core::wall_micros()),
-        "uptimeSeconds": STARTED.elapsed().as_secs(),
-        "queues": qs.len(),
-        "partitions": qs.iter().map(|q| q.partitions.len()).sum::<usize>(),
-        "messages": {
-            "total": qs.iter().map(|q| q.total).sum::<u64>(),
-            "pending": qs.iter().map(|q| q.depth).sum::<u64>(),
-            "deadLetter": qs.iter().map(|q| q.dead_letters).sum::<u64>(),
-        },
-        "throughput": counters(&app),
-    }))
-    .into_response())
+    let mut v = totals(&app, &qs);
+    v["status"] = if app.engine.failure().is_none() { "healthy" } else { "failed" }.into();
+    v["live"] = true.into();
+    v["time"] = iso_us(baton_core::wall_micros()).into();
+    v["uptimeSeconds"] = STARTED.elapsed().as_secs().into();
+    v["throughput"] = v["counters"].clone();
+    Ok(Json(v).into_response())
 }
 
 pub async fn queues(State(app): State<App>) -> Result<Response, ApiError> {
