@@ -160,6 +160,15 @@ pub struct FetchResult {
     pub hidden: Vec<(u64, u64)>,
 }
 
+impl FetchResult {
+    /// Whether an HTTP reader must not be shown the record at `o`: it lies in one of the
+    /// sorted, disjoint [`FetchResult::hidden`] spans (a control record or an aborted one).
+    pub fn hides(&self, o: u64) -> bool {
+        let i = self.hidden.partition_point(|(s, _)| *s <= o);
+        i > 0 && o < self.hidden[i - 1].1
+    }
+}
+
 /// Read-only views for the resources API.
 #[derive(Debug, Clone)]
 pub enum Query {
@@ -226,7 +235,8 @@ pub enum Query {
 #[derive(Debug, Clone)]
 pub struct ChangedPage {
     pub parts: Vec<ChangedPart>,
-    /// Where the next page starts, when this one was cut at its limit.
+    /// Where the next page starts, when this one was cut at its limit or at the scan bound
+    /// ([`crate::query::CHANGED_SCAN`] partitions examined: a page may then be short or empty).
     pub next: Option<PartId>,
     /// Every entry at or before this time is counted in the page: the next `since`.
     pub safe_time: Micros,

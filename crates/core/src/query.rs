@@ -185,7 +185,16 @@ pub fn run(state: &State, q: Query) -> QueryResult {
             let mut next = None;
             // Entries are strictly later than the last one applied (I5).
             let safe_time = state.last_ts + 1;
-            for id in q.parts.iter().copied().filter(|id| after.is_none_or(|a| *id > a)) {
+            // A queue's partitions are in creation order, which is id order: the page starts
+            // by a binary search, and examines at most CHANGED_SCAN of them whatever it
+            // finds, so a queue of a million quiet partitions costs the planner a bounded
+            // step per query; a page cut by the scan answers `next` all the same.
+            let from = after.map_or(0, |a| q.parts.partition_point(|id| *id <= a));
+            for (scanned, id) in q.parts[from..].iter().copied().enumerate() {
+                if scanned == CHANGED_SCAN {
+                    next = Some(q.parts[from + scanned - 1]);
+                    break;
+                }
                 let Some(p) = state.parts.get(&id) else { continue };
                 let Some(w) = p.last_write().filter(|w| since.is_none_or(|s| *w >= s)) else { continue };
                 if parts.len() == limit {
@@ -235,6 +244,8 @@ pub fn run(state: &State, q: Query) -> QueryResult {
 /// partition's newest hashes (64 MiB of `.txid`), off the planner, so it cannot
 /// scan a partition of any size; older messages are found by offset.
 pub const MESSAGE_SCAN: u64 = 4 << 20;
+/// Most partitions one [`Query::ChangedPartitions`] examines on the planner.
+pub const CHANGED_SCAN: usize = 4096;
 
 pub fn fetch(state: &State, reqs: Vec<FetchRequest>) -> Vec<FetchResult> {
     reqs.into_iter()

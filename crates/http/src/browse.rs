@@ -105,16 +105,12 @@ pub async fn messages(
                 break;
             }
             budget = budget.saturating_sub(r.spans.iter().map(|s| s.len as u64).sum());
-            let hidden = |o: u64| {
-                let i = r.hidden.partition_point(|(s, _)| *s <= o);
-                i > 0 && o < r.hidden[i - 1].1
-            };
             let recs = read_records(&r.spans, |o| o >= from)
                 .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?;
             // Past every record read, shown or not; never past the last stable offset.
             let Some(next) = recs.last().map(|m| m.offset + 1) else { break };
             let part = baton_core::parse_partition_uuid(&pv.id);
-            for rec in recs.into_iter().filter(|m| m.offset < r.last_stable && !hidden(m.offset)) {
+            for rec in recs.into_iter().filter(|m| m.offset < r.last_stable && !r.hides(m.offset)) {
                 if out.len() == limit {
                     break;
                 }

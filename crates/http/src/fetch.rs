@@ -129,11 +129,7 @@ pub async fn fetch(State(app): State<App>, JsonBody(body): JsonBody<FetchBody>) 
         });
         let keep = keep.count();
         r.spans.truncate(keep);
-        let hidden = |o: u64| {
-            let i = r.hidden.partition_point(|(s, _)| *s <= o);
-            i > 0 && o < r.hidden[i - 1].1
-        };
-        let recs = read_records(&r.spans, |o| o >= r.from_offset && o < r.last_stable && !hidden(o))
+        let recs = read_records(&r.spans, |o| o >= r.from_offset && o < r.last_stable && !r.hides(o))
             .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?;
         let records = recs
             .into_iter()

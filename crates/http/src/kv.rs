@@ -45,8 +45,21 @@ pub struct KvBody {
     pub(crate) operations: Vec<KvOpJson>,
 }
 
+/// Namespaces whose rows only Baton's own routes write: a lock's permit (`/api/v1/locks`)
+/// and a trace (`/api/v1/traces`). A client that could `put` a permit row could forge a
+/// lock holder or move its fencing token; reads and `check` (a lock's guard) stay open.
+pub const RESERVED_NAMESPACES: [&str; 2] = [crate::locks::NS, crate::traces::NS];
+
 /// `max_depth` bounds a stored value's nesting (`--max-payload-depth`).
+/// The one path from a client's JSON to a KV op: it refuses writes to a reserved namespace.
 pub fn kv_op(i: usize, o: KvOpJson, max_depth: u32) -> Result<KvOp, ApiError> {
+    let writes = matches!(o.op.as_str(), "put" | "putIfAbsent" | "delete" | "incr");
+    if writes && RESERVED_NAMESPACES.contains(&o.ns.as_str()) {
+        return Err(ApiError::bad(
+            "reserved_namespace",
+            format!("kv op {i}: namespace {:?} is written only by Baton's own routes", o.ns),
+        ));
+    }
     let need = |v: Option<String>, f: &str| {
         v.ok_or_else(|| ApiError::bad("missing_field", format!("kv op {i}: {f} is required")))
     };

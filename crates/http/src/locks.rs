@@ -33,6 +33,11 @@ pub const MAX_LIMIT: u32 = 1024;
 /// Most operations in one call (400 `too_many_operations` past it): each may read up to
 /// [`MAX_LIMIT`] rows.
 pub const MAX_OPS: usize = 64;
+/// Most permit rows one call may ask the planner to read, counting each operation at its
+/// most (an acquire: its `limit`; a get or a renew, which may list the holders: [`MAX_LIMIT`];
+/// a release: one), 400 `too_many_permits` past it. Without it one call of 64 acquires of
+/// 1,024-slot semaphores read ~200,000 rows on the planner while pushes waited.
+pub const MAX_PERMIT_READS: u64 = 4 * MAX_LIMIT as u64;
 /// Most attempts of one acquire that found a free slot taken by a racing acquire.
 const ACQUIRE_TRIES: usize = 3;
 
@@ -59,6 +64,17 @@ enum LockOp {
     Renew { name: String, token: u64, ttl: u64, slot: u32, owner: Option<String> },
     Release { name: String, token: u64, slot: u32 },
     Get { name: String },
+}
+
+impl LockOp {
+    /// The most permit rows this operation reads (see [`MAX_PERMIT_READS`]).
+    fn reads(&self) -> u64 {
+        match self {
+            LockOp::Acquire { limit, .. } => u64::from(*limit),
+            LockOp::Renew { .. } | LockOp::Get { .. } => u64::from(MAX_LIMIT),
+            LockOp::Release { .. } => 1,
+        }
+    }
 }
 
 fn bad(i: usize, code: &'static str, what: String) -> ApiError {
@@ -167,28 +183,38 @@ fn written(r: Option<&KvResult>) -> Option<u64> {
     }
 }
 
-async fn holders(app: &App, name: &str) -> Result<Vec<KvRow>, ApiError> {
+/// The held permits of `name`, at most `limit` rows: a prefix read costs the rows that are
+/// there, not one probe per possible slot (names hold no `#`, so the prefix is this lock's).
+async fn held_rows(app: &App, name: &str, limit: u32) -> Result<Vec<KvRow>, ApiError> {
     let op = KvOp::GetPrefix {
         ns: NS.into(),
         prefix: format!("{name}#"),
         after: None,
-        limit: MAX_LIMIT as usize,
+        limit: limit as usize,
         keys_only: false,
     };
     Ok(rows(kv(app, vec![op]).await?.first()))
 }
 
+async fn holders(app: &App, name: &str) -> Result<Vec<KvRow>, ApiError> {
+    held_rows(app, name, MAX_LIMIT).await
+}
+
 async fn acquire(app: &App, name: &str, ttl: u64, owner: &str, limit: u32) -> Result<Value, ApiError> {
-    let keys: Vec<String> = (0..limit).map(|s| key(name, s)).collect();
+    let slot_of = |r: &KvRow| r.key.rsplit_once('#').and_then(|(_, s)| s.parse::<u32>().ok());
     for _ in 0..ACQUIRE_TRIES {
-        let held = rows(kv(app, vec![KvOp::GetMany { ns: NS.into(), keys: keys.clone() }]).await?.first());
+        // Rows of slots at or past `limit` (a caller that passed a larger limit) are not
+        // this semaphore's view: only slots below `limit` count.
+        let held: Vec<KvRow> =
+            held_rows(app, name, limit).await?.into_iter().filter(|r| slot_of(r).is_some_and(|s| s < limit)).collect();
         // A retry of an acquire whose answer was lost: the permit the first one took.
         if let Some(mine) = held.iter().find(|r| permit(r).is_some_and(|p| p.owner == owner)) {
             let slot = holder(mine)["slot"].as_u64().unwrap_or(0) as u32;
             return Ok(json!({"acquired": true, "already": true, "slot": slot, "token": mine.version,
                 "owner": owner, "guard": guard(name, slot, mine.version), "expiresAt": mine.expires.map(iso_us)}));
         }
-        let Some(slot) = (0..limit).find(|s| !held.iter().any(|r| r.key == keys[*s as usize])) else {
+        let taken: std::collections::HashSet<u32> = held.iter().filter_map(slot_of).collect();
+        let Some(slot) = (0..limit).find(|s| !taken.contains(s)) else {
             return Ok(
                 json!({"acquired": false, "reason": "held", "holders": held.iter().map(holder).collect::<Vec<_>>()}),
             );
@@ -254,6 +280,13 @@ pub async fn locks(State(app): State<App>, JsonBody(body): JsonBody<LocksBody>) 
         return Err(ApiError::bad("too_many_operations", format!("at most {MAX_OPS} lock operations a call")));
     }
     let ops = body.operations.into_iter().enumerate().map(|(i, o)| lock_op(i, o)).collect::<Result<Vec<_>, _>>()?;
+    let reads: u64 = ops.iter().map(LockOp::reads).sum();
+    if reads > MAX_PERMIT_READS {
+        return Err(ApiError::bad(
+            "too_many_permits",
+            format!("this call could read {reads} permits; at most {MAX_PERMIT_READS} a call (split it)"),
+        ));
+    }
     let mut results = Vec::with_capacity(ops.len());
     for op in ops {
         results.push(run(&app, op).await?);

@@ -93,7 +93,7 @@ pub async fn push(State(app): State<App>, RawBody(raw): RawBody) -> Result<Respo
 /// A binary push body (crate::push_binary): the same items, the same path, the same
 /// answer, or only its counts when the body asks for them.
 async fn push_binary(app: App, raw: &[u8]) -> Result<Response, ApiError> {
-    let inflated = crate::push_binary::inflate(raw, app.cfg.max_body_bytes)?;
+    let inflated = crate::push_binary::inflate(raw, app.cfg.max_body_bytes, MAX_ITEMS)?;
     let decoded = crate::push_binary::items(raw, &inflated, MAX_ITEMS)?;
     let counts = decoded.counts;
     let groups = build_groups(&app.cfg, decoded.items)?;

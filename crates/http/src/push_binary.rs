@@ -72,9 +72,10 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// zstd-decompress `z` into at most `room` bytes.
-fn unzstd(z: &[u8], room: usize) -> Result<Vec<u8>, ApiError> {
-    zstd::bulk::decompress(z, room).map_err(|e| {
+/// zstd-decompress `z` into at most `room` bytes, with one context for the whole body: a
+/// body of many tiny frames costs a frame's work each, not a context's setup each.
+fn unzstd(d: &mut zstd::bulk::Decompressor<'static>, z: &[u8], room: usize) -> Result<Vec<u8>, ApiError> {
+    d.decompress(z, room).map_err(|e| {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "body_too_large",
@@ -104,10 +105,19 @@ pub struct Decoded<'a> {
     pub head: Option<&'a [u8]>,
 }
 
+fn too_many_items(max_items: usize) -> ApiError {
+    ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_many_items", format!("at most {max_items} items per push"))
+}
+
 /// First pass: check the header and decompress what is compressed, within `limit` bytes in
 /// all. The second pass ([`items`]) reads the items out of the raw body and these buffers.
-pub fn inflate(raw: &[u8], limit: usize) -> Result<Inflated, ApiError> {
+/// Framed groups are counted before any is decompressed: every group holds at least one
+/// message and all of them at most `max_items`, so a body cannot ask for more
+/// decompressions than a push has items.
+pub fn inflate(raw: &[u8], limit: usize, max_items: usize) -> Result<Inflated, ApiError> {
     let mut r = Reader { b: raw, at: 4 };
+    let mut d = zstd::bulk::Decompressor::new()
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("zstd: {e}")))?;
     let flags = r.u8("the flags")?;
     let mut out = Inflated::default();
     let mut room = limit;
@@ -131,7 +141,7 @@ pub fn inflate(raw: &[u8], limit: usize) -> Result<Inflated, ApiError> {
                     format!("the body decompresses to {raw_len} bytes; the limit is {limit}"),
                 ));
             }
-            let body = unzstd(&raw[r.at..], raw_len)?;
+            let body = unzstd(&mut d, &raw[r.at..], raw_len)?;
             if body.len() != raw_len {
                 return Err(bad(format!("the body decompressed to {} bytes, not {raw_len}", body.len())));
             }
@@ -145,16 +155,28 @@ pub fn inflate(raw: &[u8], limit: usize) -> Result<Inflated, ApiError> {
     };
     let mut g = Reader { b: raw, at: groups_at };
     let n = g.u32("the group count")?;
+    let mut frames = Vec::with_capacity(n.min(max_items));
+    let mut messages = 0usize;
     for _ in 0..n {
         g.text("a queue name")?;
         g.text("a partition name")?;
-        g.u32("a message count")?;
+        let m = g.u32("a message count")?;
+        if m == 0 {
+            return Err(bad("a group of no messages"));
+        }
+        messages = messages.saturating_add(m);
+        if messages > max_items {
+            return Err(too_many_items(max_items));
+        }
         let z = g.u32("a frame length")?;
-        let group = unzstd(g.take(z, "a group's frames")?, room)?;
+        frames.push(g.take(z, "a group's frames")?);
+    }
+    g.done()?;
+    for z in frames {
+        let group = unzstd(&mut d, z, room)?;
         room -= group.len();
         out.groups.push(group);
     }
-    g.done()?;
     Ok(out)
 }
 
@@ -177,12 +199,8 @@ pub fn items<'a>(raw: &'a [u8], inflated: &'a Inflated, max_items: usize) -> Res
         let queue = r.text("a queue name")?;
         let partition = r.text("a partition name")?;
         let n = r.u32("a message count")?;
-        if out.items.len() + n > max_items {
-            return Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "too_many_items",
-                format!("at most {max_items} items per push"),
-            ));
+        if out.items.len().saturating_add(n) > max_items {
+            return Err(too_many_items(max_items));
         }
         if framed {
             let z = r.u32("a frame length")?;
@@ -240,7 +258,7 @@ mod tests {
     }
 
     fn decode(raw: &[u8]) -> Result<Vec<(String, String, Option<String>, String)>, ApiError> {
-        let inf = inflate(raw, 1 << 20)?;
+        let inf = inflate(raw, 1 << 20, 100)?;
         Ok(items(raw, &inf, 100)?.items.iter().map(PushItem::parts).collect())
     }
 
@@ -330,6 +348,23 @@ mod tests {
         let got = decode(&raw).unwrap();
         assert_eq!(got.iter().map(|g| g.2.clone().unwrap()).collect::<Vec<_>>(), ["id-1", "id-2"]);
         assert_eq!(got[0].3, "{\"a\":1}");
+        // Groups are counted before any frame is decompressed: 101 groups of one message each
+        // whose frames are not even zstd are refused for their count, and a group of no
+        // messages is refused outright (else a body could ask for a decompression per byte).
+        let mut many = b"QPB1".to_vec();
+        many.push(FRAMES);
+        many.extend(101u32.to_le_bytes());
+        for _ in 0..101 {
+            many.extend([1, 0, b'q', 1, 0, b'p']);
+            many.extend(1u32.to_le_bytes());
+            many.extend(3u32.to_le_bytes());
+            many.extend([0xde, 0xad, 0x00]);
+        }
+        assert_eq!(decode(&many).unwrap_err().code, "too_many_items");
+        let mut empty = raw.clone();
+        let at = raw.len() - z.len() - 8;
+        empty[at..at + 4].copy_from_slice(&0u32.to_le_bytes());
+        assert_eq!(decode(&empty).unwrap_err().code, "bad_binary_body");
         // One message fewer than the count says.
         let at = raw.len() - z.len() - 8;
         raw[at..at + 4].copy_from_slice(&3u32.to_le_bytes());

@@ -102,7 +102,7 @@ pub async fn transaction(State(app): State<App>, RawBody(raw): RawBody) -> Resul
     let req = if raw.starts_with(crate::push_binary::TXN_MAGIC) {
         // Queen's binary transaction body (crate::push_binary): the JSON head, then the
         // pushes as framed groups, answered head operations first, then the pushes.
-        let inflated = crate::push_binary::inflate(&raw, app.cfg.max_body_bytes)?;
+        let inflated = crate::push_binary::inflate(&raw, app.cfg.max_body_bytes, crate::push::MAX_ITEMS)?;
         let decoded = crate::push_binary::items(&raw, &inflated, crate::push::MAX_ITEMS)?;
         counts = decoded.counts;
         let mut body: TxnBody = match decoded.head {

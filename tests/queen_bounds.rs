@@ -1,0 +1,132 @@
+//! Hostile use of the Queen surfaces added for issue 16, against the real `baton` binary:
+//! what a client must not be able to write (a lock's permit rows through the general KV
+//! API), and how much planner work one call may ask for (a locks call reading every slot of
+//! many semaphores; a `changed_since` over a queue of many quiet partitions). Each refusal
+//! changes nothing and names its code.
+
+mod common;
+
+use common::api::Api;
+use serde_json::{json, Value};
+
+async fn locks(api: &Api, ops: Value) -> (u16, Value) {
+    api.post("/api/v1/locks", json!({ "operations": ops })).await
+}
+
+#[tokio::test]
+async fn permit_rows_are_written_only_by_the_locks_route() {
+    let api = Api::start();
+    let (st, v) = locks(&api, json!([{"op": "acquire", "name": "job", "ttlSeconds": 30, "owner": "a"}])).await;
+    assert_eq!(st, 200, "{v}");
+    let token = v["results"][0]["token"].as_u64().unwrap();
+
+    // A forged permit (taking the lock from its holder), a moved token, an incr and a delete:
+    // each refused before anything is judged, in /kv and inside a transaction alike.
+    let forged = [
+        json!({"op": "put", "ns": "queen-locks", "key": "job#0", "value": {"owner": "b", "since": "x"}}),
+        json!({"op": "put", "ns": "queen-locks", "key": "job#0", "value": 1, "expect": token}),
+        json!({"op": "putIfAbsent", "ns": "queen-locks", "key": "job#1", "value": 1}),
+        json!({"op": "delete", "ns": "queen-locks", "key": "job#0"}),
+        json!({"op": "incr", "ns": "queen-traces", "key": "n"}),
+    ];
+    for op in &forged {
+        let (st, v) = api.post("/api/v1/kv", json!({ "operations": [op] })).await;
+        assert_eq!((st, v["code"].as_str()), (400, Some("reserved_namespace")), "{op}: {v}");
+        let (st, v) = api
+            .post(
+                "/api/v1/transaction",
+                json!({"operations": [{"type": "push", "items": [{"queue": "rq", "payload": 1}]}], "kv": [op]}),
+            )
+            .await;
+        assert_eq!((st, v["code"].as_str()), (400, Some("reserved_namespace")), "{op}: {v}");
+    }
+    // Nothing moved: the holder and its token are as acquired, and nothing was pushed.
+    let (_, v) = locks(&api, json!([{"op": "get", "name": "job"}])).await;
+    let holders = v["results"][0]["holders"].as_array().unwrap().clone();
+    assert_eq!(holders.len(), 1, "{v}");
+    assert_eq!((holders[0]["owner"].as_str(), holders[0]["token"].as_u64()), (Some("a"), Some(token)));
+    api.pop_none("rq", "batch=1").await;
+
+    // Reading a permit and guarding a transaction with it stay open.
+    let (st, v) =
+        api.post("/api/v1/kv", json!({"operations": [{"op": "get", "ns": "queen-locks", "key": "job#0"}]})).await;
+    assert_eq!((st, v["results"][0]["version"].as_u64()), (200, Some(token)), "{v}");
+    let guard = json!({"op": "check", "ns": "queen-locks", "key": "job#0", "expect": token, "required": true});
+    let (st, v) = api
+        .post(
+            "/api/v1/transaction",
+            json!({"operations": [{"type": "push", "items": [{"queue": "rq", "payload": 2}]}], "kv": [guard]}),
+        )
+        .await;
+    assert_eq!((st, &v["success"]), (200, &json!(true)), "{v}");
+}
+
+#[tokio::test]
+async fn one_locks_call_reads_a_bounded_number_of_permits() {
+    let api = Api::start();
+    // 64 acquires of 1,024-slot semaphores: up to ~200,000 permit reads on the planner.
+    let many: Vec<Value> =
+        (0..64).map(|i| json!({"op": "acquire", "name": format!("s{i}"), "ttlSeconds": 30, "limit": 1024})).collect();
+    let (st, v) = locks(&api, json!(many)).await;
+    assert_eq!((st, v["code"].as_str()), (400, Some("too_many_permits")), "{v}");
+    let gets: Vec<Value> = (0..5).map(|i| json!({"op": "get", "name": format!("s{i}")})).collect();
+    let (st, v) = locks(&api, json!(gets)).await;
+    assert_eq!((st, v["code"].as_str()), (400, Some("too_many_permits")), "{v}");
+    // Nothing was acquired by the refused call.
+    let (_, v) = locks(&api, json!([{"op": "get", "name": "s0"}])).await;
+    assert_eq!(v["results"][0]["held"], false, "{v}");
+
+    // Within the bound a full semaphore still works: 4 acquires of 1,024 slots, each takes
+    // its own slot; then one of 3 slots fills and refuses the fourth.
+    let four: Vec<Value> = (0..4)
+        .map(|i| json!({"op": "acquire", "name": "big", "ttlSeconds": 30, "limit": 1024, "owner": format!("o{i}")}))
+        .collect();
+    let (st, v) = locks(&api, json!(four)).await;
+    assert_eq!(st, 200, "{v}");
+    let slots: Vec<u64> = v["results"].as_array().unwrap().iter().map(|r| r["slot"].as_u64().unwrap()).collect();
+    assert_eq!(slots, [0, 1, 2, 3], "{v}");
+    for i in 0..4 {
+        let (_, v) = locks(
+            &api,
+            json!([{"op": "acquire", "name": "small", "ttlSeconds": 30, "limit": 3, "owner": format!("p{i}")}]),
+        )
+        .await;
+        assert_eq!(v["results"][0]["acquired"], i < 3, "{i}: {v}");
+    }
+}
+
+#[tokio::test]
+async fn changed_since_examines_a_bounded_number_of_partitions() {
+    let api = Api::start();
+    // 5,000 partitions, then one more written later: a `since` past the 5,000 finds only
+    // the last, and must page through the quiet ones to reach it.
+    let items: Vec<Value> =
+        (0..5000).map(|i| json!({"queue": "wide", "partition": format!("p{i}"), "payload": i})).collect();
+    let (st, v) = api.post("/api/v1/push", json!({ "items": items })).await;
+    assert_eq!(st, 201, "{v}");
+    let (_, v) = api.post("/api/v1/partitions/changed", json!({"entries": [{"queue": "wide"}]})).await;
+    let since = v["safeTime"].as_str().unwrap().to_string();
+    api.push("wide", "late", &[("late-1", json!(1))]).await;
+
+    let mut after: Option<String> = None;
+    let mut pages = 0;
+    let mut found = Vec::new();
+    loop {
+        pages += 1;
+        assert!(pages < 20, "no end to the pages");
+        let mut e = json!({"queue": "wide", "since": since});
+        if let Some(a) = &after {
+            e["after"] = json!(a);
+        }
+        let (st, v) = api.post("/api/v1/partitions/changed", json!({ "entries": [e] })).await;
+        assert_eq!(st, 200, "{v}");
+        let entry = &v["entries"][0];
+        found.extend(entry["partitions"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap().to_string()));
+        match entry["next"].as_str() {
+            Some(n) => after = Some(n.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(found, ["late"]);
+    assert!(pages >= 2, "5,001 partitions were examined in one page ({pages})");
+}
