@@ -361,7 +361,7 @@ async fn unknown_queue_route_and_method_answer_json() {
     assert_err(&api.get("/api/v1/consumer-groups/nope").await, 404, "group_not_found");
     assert_err(&api.get("/api/v1/nope").await, 404, "route_not_found");
     assert_err(&api.post("/no/such/route", json!({})).await, 404, "route_not_found");
-    assert_err(&api.get("/api/v1/ephemeral/queues").await, 404, "ephemeral_unsupported");
+    assert_err(&api.get("/api/v1/ephemeral/queues/nope/depth").await, 404, "ephemeral_queue_not_found");
     // A known route with the wrong method: 405, still with the JSON envelope.
     assert_err(&api.get("/api/v1/push").await, 405, "method_not_allowed");
     assert_err(&api.post("/api/v1/pop/queue/q", json!({})).await, 405, "method_not_allowed");

@@ -130,3 +130,50 @@ async fn changed_since_examines_a_bounded_number_of_partitions() {
     assert_eq!(found, ["late"]);
     assert!(pages >= 2, "5,001 partitions were examined in one page ({pages})");
 }
+
+#[tokio::test]
+async fn ephemeral_queues_stay_out_of_the_log_and_within_their_bounds() {
+    let api = Api::with(&["--ephemeral-max-queues", "2", "--ephemeral-max-mb", "1"]);
+    let wal = api.metric("baton_wal_bytes_total").await;
+    let push = |q: &str, n: usize, size: usize| {
+        let msgs: Vec<Value> = (0..n).map(|_| json!({"payload": "x".repeat(size)})).collect();
+        json!({"queue": q, "messages": msgs})
+    };
+    let (st, v) = api.post("/api/v1/ephemeral/push", push("e1", 100, 1000)).await;
+    assert_eq!((st, v["pushed"].as_u64(), &v["durable"]), (200, Some(100), &json!(false)), "{v}");
+    let (st, v) = api.get("/api/v1/ephemeral/pop?queue=e1&batch=100&group=g").await;
+    assert_eq!((st, v["messages"].as_array().map(Vec::len)), (200, Some(100)), "{v}");
+    assert_eq!(api.metric("baton_wal_bytes_total").await, wal, "an ephemeral message reached the log");
+    assert_eq!(api.metric("baton_ephemeral_messages").await, 100.0);
+
+    // The process budget (1 MiB) refuses a push that would pass it, whole; the queue count
+    // refuses a third queue.
+    let (st, v) = api.post("/api/v1/ephemeral/push", push("e2", 1100, 1000)).await;
+    assert_eq!((st, v["code"].as_str()), (429, Some("ephemeral_queue_full")), "{v}");
+    let (st, v) = api.post("/api/v1/ephemeral/push", push("e3", 1, 1)).await;
+    assert_eq!((st, v["code"].as_str()), (429, Some("too_many_queues")), "{v}");
+    assert_eq!(api.metric("baton_ephemeral_messages").await, 100.0, "a refused push adds nothing");
+
+    // Hostile input: each a precise 400, nothing stored.
+    let deep: Value = serde_json::from_str(&format!("{}1{}", "[".repeat(70), "]".repeat(70))).unwrap();
+    let cases = [
+        (json!({"queue": "", "messages": [{"payload": 1}]}), "invalid_name"),
+        (json!({"queue": "e1", "partition": "a\u{1}", "messages": [{"payload": 1}]}), "invalid_name"),
+        (json!({"queue": "e1", "messages": [{"data": 1}]}), "invalid_request"),
+        (json!({"queue": "e1", "messages": [{"payload": deep}]}), "bad_payload"),
+    ];
+    for (body, code) in cases {
+        let (st, v) = api.post("/api/v1/ephemeral/push", body).await;
+        assert_eq!((st, v["code"].as_str()), (400, Some(code)), "{v}");
+    }
+    let (st, v) =
+        api.post("/api/v1/ephemeral/ack", json!({"queue": "e1", "acks": [{"id": "x", "status": "maybe"}]})).await;
+    assert_eq!((st, v["code"].as_str()), (400, Some("invalid_status")), "{v}");
+    // A forged id acks nothing: stale.
+    let (st, v) = api
+        .post("/api/v1/ephemeral/ack", json!({"queue": "e1", "group": "g", "acks": [{"id": "0-1:0:Default"}]}))
+        .await;
+    assert_eq!((st, v["results"][0]["outcome"].as_str()), (200, Some("stale")), "{v}");
+    assert_eq!(api.metric("baton_ephemeral_messages").await, 100.0);
+    assert_eq!(api.metric("baton_wal_bytes_total").await, wal);
+}

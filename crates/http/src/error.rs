@@ -74,10 +74,6 @@ pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri
     )
 }
 
-pub async fn unsupported() -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "ephemeral_unsupported", "ephemeral queues are not supported by Baton")
-}
-
 /// Every answer of the router with an error status has the `{error, code}`
 /// shape: axum's own rejections (a path segment that is not UTF-8 once
 /// decoded, a query string of the wrong shape) come as plain text, and are

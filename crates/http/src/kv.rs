@@ -46,9 +46,9 @@ pub struct KvBody {
 }
 
 /// Namespaces whose rows only Baton's own routes write: a lock's permit (`/api/v1/locks`)
-/// and a trace (`/api/v1/traces`). A client that could `put` a permit row could forge a
+/// a trace (`/api/v1/traces`) and an ephemeral queue's declared options. A client that could `put` a permit row could forge a
 /// lock holder or move its fencing token; reads and `check` (a lock's guard) stay open.
-pub const RESERVED_NAMESPACES: [&str; 2] = [crate::locks::NS, crate::traces::NS];
+pub const RESERVED_NAMESPACES: [&str; 3] = [crate::locks::NS, crate::traces::NS, crate::ephemeral::NS];
 
 /// `max_depth` bounds a stored value's nesting (`--max-payload-depth`).
 /// The one path from a client's JSON to a KV op: it refuses writes to a reserved namespace.

@@ -9,6 +9,7 @@ mod admin;
 mod body;
 mod browse;
 mod consume;
+mod ephemeral;
 mod error;
 mod fetch;
 mod forward;
@@ -67,6 +68,10 @@ pub struct HttpConfig {
     pub trace_retention_secs: u64,
     /// Longest long poll honoured, whatever the client asks.
     pub max_wait_ms: u64,
+    /// Ephemeral queues (D56) held at once (429 `too_many_queues` past it).
+    pub ephemeral_max_queues: usize,
+    /// Payload bytes all ephemeral queues together may hold (429 `ephemeral_queue_full`).
+    pub ephemeral_max_bytes: u64,
     /// Bounds of the listener's connections (idle timeout, cap, lingering close).
     pub conn: ConnConfig,
     /// The listener's counters, shown by /metrics.
@@ -96,6 +101,8 @@ impl Default for HttpConfig {
             max_message_lookups: DEFAULT_MAX_MESSAGE_LOOKUPS,
             trace_retention_secs: traces::DEFAULT_RETENTION_SECS,
             max_wait_ms: 60_000,
+            ephemeral_max_queues: ephemeral::DEFAULT_MAX_QUEUES as usize,
+            ephemeral_max_bytes: ephemeral::DEFAULT_MAX_MB << 20,
             conn: ConnConfig::default(),
             conn_stats: Arc::default(),
             extra_metrics: None,
@@ -161,8 +168,11 @@ pub struct AppState {
     pub(crate) forwarder: Option<forward::Forwarder>,
     /// Permits of [`HttpConfig::max_message_lookups`].
     pub(crate) lookups: tokio::sync::Semaphore,
+    /// Ephemeral queues: in this process's memory only (D56).
+    pub(crate) ephemeral: ephemeral::Ephemeral,
 }
 
+pub use ephemeral::{DEFAULT_MAX_MB as EPHEMERAL_DEFAULT_MAX_MB, DEFAULT_MAX_QUEUES as EPHEMERAL_DEFAULT_MAX_QUEUES};
 pub use traces::DEFAULT_RETENTION_SECS as DEFAULT_TRACE_RETENTION_SECS;
 
 /// Default of [`HttpConfig::max_message_lookups`]: each reads up to 64 MiB of index.
@@ -239,8 +249,16 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
     let forwarder = cfg.forward.clone().map(forward::Forwarder::new);
     status::mark_start();
     let lookups = tokio::sync::Semaphore::new(cfg.max_message_lookups.max(1));
-    let state =
-        Arc::new(AppState { engine, cfg, shutdown, times: timing::RequestTimes::default(), forwarder, lookups });
+    let ephemeral = ephemeral::Ephemeral::new(cfg.ephemeral_max_queues, cfg.ephemeral_max_bytes);
+    let state = Arc::new(AppState {
+        engine,
+        cfg,
+        shutdown,
+        times: timing::RequestTimes::default(),
+        forwarder,
+        lookups,
+        ephemeral,
+    });
     Router::new()
         .route("/health", get(admin::health))
         .route("/cluster", get(admin::cluster))
@@ -290,7 +308,14 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
         .route("/api/v1/consumer-groups/{group}/subscription", post(admin::subscription))
         .route("/api/v1/dlq", get(admin::dlq))
         .route("/api/v1/messages/{partition}/{txid}", get(admin::message).delete(admin::delete_message))
-        .route("/api/v1/ephemeral/{*rest}", delete(error::unsupported).get(error::unsupported).post(error::unsupported))
+        .route("/api/v1/ephemeral/configure", post(ephemeral::configure))
+        .route("/api/v1/ephemeral/reset", post(ephemeral::reset))
+        .route("/api/v1/ephemeral/queue/{queue}", delete(ephemeral::delete))
+        .route("/api/v1/ephemeral/push", post(ephemeral::push))
+        .route("/api/v1/ephemeral/pop", get(ephemeral::pop))
+        .route("/api/v1/ephemeral/ack", post(ephemeral::ack))
+        .route("/api/v1/ephemeral/queues", get(ephemeral::queues))
+        .route("/api/v1/ephemeral/queues/{queue}/depth", get(ephemeral::depth))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), timing::time_request))
         .fallback(error::not_found)
         // axum's own 405 has an empty body; clients read `{error, code}`.

@@ -352,6 +352,11 @@ async fn text(app: &App) -> String {
         "Ack error texts cut to --max-ack-error-bytes.",
         ACK_ERROR_CUT.load(Relaxed),
     );
+    let (queues, messages, bytes) = app.ephemeral.gauges();
+    let _ = writeln!(
+        out,
+        "# HELP baton_ephemeral_queues Ephemeral queues held in memory (--ephemeral-max-queues).\n# TYPE baton_ephemeral_queues gauge\nbaton_ephemeral_queues {queues}\n# HELP baton_ephemeral_messages Messages of ephemeral queues, in memory only.\n# TYPE baton_ephemeral_messages gauge\nbaton_ephemeral_messages {messages}\n# HELP baton_ephemeral_bytes Payload bytes of ephemeral queues (--ephemeral-max-mb).\n# TYPE baton_ephemeral_bytes gauge\nbaton_ephemeral_bytes {bytes}"
+    );
     request_times(&mut out, app);
     if let Some(extra) = &app.cfg.extra_metrics {
         (extra.0)(&mut out);

@@ -96,6 +96,16 @@ pub struct ServeArgs {
     #[arg(long, env = "BATON_TRACE_RETENTION_SECS", default_value_t = baton_http::DEFAULT_TRACE_RETENTION_SECS,
           value_parser = clap::value_parser!(u64).range(1..=315_360_000))]
     pub trace_retention_secs: u64,
+    /// Ephemeral queues (`/api/v1/ephemeral/*`, held in memory only, never in the log) at
+    /// once; past it a push or pop naming a new one is 429 `too_many_queues`.
+    #[arg(long, env = "BATON_EPHEMERAL_MAX_QUEUES", default_value_t = baton_http::EPHEMERAL_DEFAULT_MAX_QUEUES,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub ephemeral_max_queues: u64,
+    /// Payload MiB all ephemeral queues together may hold; past it a push is 429
+    /// `ephemeral_queue_full` (or drops the oldest, for a queue with that policy).
+    #[arg(long, env = "BATON_EPHEMERAL_MAX_MB", default_value_t = baton_http::EPHEMERAL_DEFAULT_MAX_MB,
+          value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    pub ephemeral_max_mb: u64,
     /// An HTTP connection with no request in progress (a long poll is one) and no byte read
     /// or written for this many seconds is closed.
     #[arg(long, env = "BATON_HTTP_IDLE_TIMEOUT_SECS", default_value_t = 60)]
@@ -385,6 +395,8 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         max_ack_error_bytes: a.max_ack_error_bytes,
         max_message_lookups: a.max_message_lookups as usize,
         trace_retention_secs: a.trace_retention_secs,
+        ephemeral_max_queues: a.ephemeral_max_queues as usize,
+        ephemeral_max_bytes: a.ephemeral_max_mb << 20,
         conn: baton_http::ConnConfig {
             idle_timeout: Duration::from_secs(a.http_idle_timeout_secs.max(1)),
             max_connections: a.http_max_connections.max(1),
