@@ -177,3 +177,23 @@ async fn ephemeral_queues_stay_out_of_the_log_and_within_their_bounds() {
     assert_eq!(api.metric("baton_ephemeral_messages").await, 100.0);
     assert_eq!(api.metric("baton_wal_bytes_total").await, wal);
 }
+
+#[tokio::test]
+async fn namespace_tags_refuse_bad_names_and_are_written_only_by_configure() {
+    let api = Api::start();
+    for (ns, task) in [(json!(""), json!(null)), (json!("ok"), json!("t\u{7}")), (json!("x".repeat(257)), json!(null))]
+    {
+        let (st, v) = api.post("/api/v1/configure", json!({"queue": "tq", "namespace": ns, "task": task})).await;
+        assert_eq!((st, v["code"].as_str()), (400, Some("invalid_name")), "{v}");
+    }
+    let (st, v) = api.get("/api/v1/resources/queues/tq").await;
+    assert_eq!(st, 404, "a refused configure made the queue: {v}");
+    let (st, v) = api.get("/api/v1/pop?batch=1").await;
+    assert_eq!((st, v["code"].as_str()), (400, Some("missing_queue")), "{v}");
+    let forged =
+        json!({"operations": [{"op": "put", "ns": "queen-namespaces", "key": "tq", "value": {"namespace": "n"}}]});
+    let (st, v) = api.post("/api/v1/kv", forged).await;
+    assert_eq!((st, v["code"].as_str()), (400, Some("reserved_namespace")), "{v}");
+    let (_, v) = api.get("/api/v1/resources/namespaces").await;
+    assert_eq!(v["namespaces"], json!([]), "{v}");
+}

@@ -107,7 +107,12 @@ pub async fn configure(State(app): State<App>, JsonBody(b): JsonBody<ConfigureBo
     ] {
         crate::check_seconds("invalid_option", name, v)?;
     }
+    crate::namespaces::validate(&b.namespace, &b.task)?;
     let opts = app.engine.configure(b.queue.clone(), patch, mode).await?;
+    // After the queue exists: a crash between the two leaves it untagged, and the client's
+    // retried configure tags it (D57).
+    let tags = crate::namespaces::Tags { namespace: b.namespace.clone(), task: b.task.clone() };
+    crate::namespaces::record(&app, &b.queue, tags).await?;
     Ok(Json(json!({"configured": true, "queue": b.queue, "namespace": b.namespace, "task": b.task, "options": opts}))
         .into_response())
 }
@@ -153,9 +158,36 @@ pub async fn overview(State(app): State<App>) -> Result<Response, ApiError> {
     Ok(Json(totals(&app, &qs)).into_response())
 }
 
-pub async fn queues(State(app): State<App>) -> Result<Response, ApiError> {
-    let qs = all_queues(&app).await?;
-    Ok(Json(json!({"queues": qs.iter().map(queue_json).collect::<Vec<_>>()})).into_response())
+#[derive(serde::Deserialize)]
+pub struct QueuesParams {
+    namespace: Option<String>,
+    task: Option<String>,
+}
+
+/// Every queue, or those of a namespace and/or task (`list_queues(namespace=, task=)`),
+/// each with its tags.
+pub async fn queues(
+    State(app): State<App>,
+    q: Result<axum::extract::Query<QueuesParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let axum::extract::Query(f) = q.map_err(|e| ApiError::bad("invalid_query", e.body_text()))?;
+    let (tagged, _) = crate::namespaces::tagged(&app).await?;
+    let tags: std::collections::HashMap<String, crate::namespaces::Tags> = tagged.into_iter().collect();
+    let none = crate::namespaces::Tags::default();
+    let list: Vec<_> = all_queues(&app)
+        .await?
+        .iter()
+        .filter_map(|q| {
+            let t = tags.get(&q.name).unwrap_or(&none);
+            crate::namespaces::matches(t, f.namespace.as_deref(), f.task.as_deref()).then(|| {
+                let mut v = queue_json(q);
+                v["namespace"] = json!(t.namespace);
+                v["task"] = json!(t.task);
+                v
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "queues": list })).into_response())
 }
 
 pub(crate) async fn one_queue(app: &App, name: &str) -> Result<baton_core::QueueView, ApiError> {
@@ -210,7 +242,10 @@ pub async fn depth(
 
 pub async fn delete_queue(State(app): State<App>, Path(name): Path<String>) -> Result<Response, ApiError> {
     match app.engine.delete_queue(name.clone()).await {
-        Ok(()) => Ok(Json(json!({"deleted": true, "queue": name})).into_response()),
+        Ok(()) => {
+            crate::namespaces::forget(&app, &name).await?;
+            Ok(Json(json!({"deleted": true, "queue": name})).into_response())
+        }
         Err(e) if e.kind == baton_core::ErrorKind::NotFound => {
             Ok(Json(json!({"deleted": false, "queue": name})).into_response())
         }

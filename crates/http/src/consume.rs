@@ -57,6 +57,34 @@ async fn pop(
     q: Result<Query<PopParams>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(q) = q.map_err(|e| ApiError::bad("invalid_query", e.body_text()))?;
+    let (req, wait, deadline) = pop_request(&app, queue, partition, &q)?;
+    let notify = app.engine.pop_notifier(&req.queue, req.group.as_deref().unwrap_or(QUEUE_MODE));
+    loop {
+        let woken = notify.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        if let Some(answer) = attempt(&app, &req).await? {
+            return Ok(answer);
+        }
+        if !wait || tokio::time::Instant::now() >= deadline {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        tokio::select! {
+            _ = woken => {}
+            // One last look at the deadline: a lease may have expired without a wake-up reaching us.
+            _ = tokio::time::sleep_until(deadline) => {}
+            _ = app.shutdown.triggered() => return Ok(StatusCode::NO_CONTENT.into_response()),
+        }
+    }
+}
+
+/// The pop a query asks for, whether it waits, and until when.
+pub(crate) fn pop_request(
+    app: &App,
+    queue: String,
+    partition: Option<String>,
+    q: &PopParams,
+) -> Result<(PopRequest, bool, tokio::time::Instant), ApiError> {
     crate::check_seconds("invalid_lease_seconds", "leaseSeconds", q.lease_seconds)?;
     let batch = q.batch.unwrap_or(app.cfg.default_batch);
     if batch == 0 || batch > 10_000 {
@@ -73,57 +101,47 @@ async fn pop(
         }
     };
     let req = PopRequest {
-        queue: queue.clone(),
+        queue,
         partition,
-        group: q.consumer_group.filter(|g| !g.is_empty() && g != QUEUE_MODE),
+        group: q.consumer_group.clone().filter(|g| !g.is_empty() && g != QUEUE_MODE),
         batch,
         lease_secs: q.lease_seconds,
         from_ts,
         auto_ack: q.auto_ack.unwrap_or(false),
     };
-    let wait = q.wait.unwrap_or(false);
     let timeout = Duration::from_millis(q.timeout.unwrap_or(30_000).min(app.cfg.max_wait_ms));
-    let deadline = tokio::time::Instant::now() + timeout;
-    let notify = app.engine.pop_notifier(&queue, req.group.as_deref().unwrap_or(QUEUE_MODE));
+    Ok((req, q.wait.unwrap_or(false), tokio::time::Instant::now() + timeout))
+}
+
+/// One pop without waiting: the answer when it found messages, `None` when there were none
+/// (a queue that does not exist yet has none: a consumer may start before it).
+pub(crate) async fn attempt(app: &App, req: &PopRequest) -> Result<Option<Response>, ApiError> {
     // Pops that leased only records compaction had dropped, settled and tried again (D50).
     let mut compacted_away = 0;
     loop {
-        let woken = notify.notified();
-        tokio::pin!(woken);
-        woken.as_mut().enable();
         match app.engine.pop(req.clone()).await {
             Ok(Some(r)) => {
                 let lease = r.lease.map(|l| (l, r.part, r.group.clone(), r.messages.first().map(|m| m.0)));
                 let group = r.group.clone();
                 match (render_pop(r), lease) {
                     (Err(e), Some(lease)) => {
-                        release(&app, lease, &e).await;
+                        release(app, lease, &e).await;
                         return Err(e);
                     }
                     (Ok((answer, gone, shown)), Some((l, part, ..))) if !gone.is_empty() => {
-                        settle_compacted(&app, group, l, part, gone).await;
+                        settle_compacted(app, group, l, part, gone).await;
                         compacted_away += 1;
                         if shown == 0 && compacted_away < MAX_COMPACTED_POPS {
                             continue;
                         }
-                        return Ok(answer);
+                        return Ok(Some(answer));
                     }
-                    (answer, _) => return answer.map(|(a, ..)| a),
+                    (answer, _) => return answer.map(|(a, ..)| Some(a)),
                 }
             }
-            Ok(None) => {}
-            // A consumer may start before its queue exists: that is "nothing yet".
-            Err(e) if e.kind == ErrorKind::NotFound => {}
+            Ok(None) => return Ok(None),
+            Err(e) if e.kind == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e.into()),
-        }
-        if !wait || tokio::time::Instant::now() >= deadline {
-            return Ok(StatusCode::NO_CONTENT.into_response());
-        }
-        tokio::select! {
-            _ = woken => {}
-            // One last look at the deadline: a lease may have expired without a wake-up reaching us.
-            _ = tokio::time::sleep_until(deadline) => {}
-            _ = app.shutdown.triggered() => return Ok(StatusCode::NO_CONTENT.into_response()),
         }
     }
 }

@@ -46,9 +46,11 @@ pub struct KvBody {
 }
 
 /// Namespaces whose rows only Baton's own routes write: a lock's permit (`/api/v1/locks`)
-/// a trace (`/api/v1/traces`) and an ephemeral queue's declared options. A client that could `put` a permit row could forge a
+/// a trace (`/api/v1/traces`), an ephemeral queue's declared options and a queue's
+/// namespace and task. A client that could `put` a permit row could forge a
 /// lock holder or move its fencing token; reads and `check` (a lock's guard) stay open.
-pub const RESERVED_NAMESPACES: [&str; 3] = [crate::locks::NS, crate::traces::NS, crate::ephemeral::NS];
+pub const RESERVED_NAMESPACES: [&str; 4] =
+    [crate::locks::NS, crate::traces::NS, crate::ephemeral::NS, crate::namespaces::NS];
 
 /// `max_depth` bounds a stored value's nesting (`--max-payload-depth`).
 /// The one path from a client's JSON to a KV op: it refuses writes to a reserved namespace.

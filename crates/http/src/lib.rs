@@ -20,6 +20,7 @@ mod listen;
 mod locks;
 mod metrics;
 mod metrics_json;
+mod namespaces;
 mod payload;
 mod push;
 mod push_binary;
@@ -270,6 +271,9 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
         .route("/api/v1/push", post(push::push))
         .route("/api/v1/kafka/producer-id", post(push::producer_id))
         .route("/api/v1/kafka/topics/{topic}", post(push::create_topic))
+        .route("/api/v1/pop", get(namespaces::pop))
+        .route("/api/v1/resources/namespaces", get(namespaces::namespaces))
+        .route("/api/v1/resources/tasks", get(namespaces::tasks))
         .route("/api/v1/pop/queue/{queue}", get(consume::pop_queue))
         .route("/api/v1/pop/queue/{queue}/partition/{partition}", get(consume::pop_partition))
         .route("/api/v1/ack", post(consume::ack_one))

@@ -1,0 +1,182 @@
+//! Queen's namespaces and tasks (issue 16 item 2, D57): `configure` tags a queue with a
+//! namespace and a task, and a consumer pops across every queue of a namespace or task
+//! (`GET /api/v1/pop?namespace=&task=`); `admin.get_namespaces`, `get_tasks` and
+//! `list_queues(namespace=, task=)` read the tags.
+//!
+//! A queue's tags are one KV row (`queen-namespaces`, key = queue name) rather than fields
+//! of the queue: the queue's options are in the log's and the checkpoint's encoding, and a
+//! tag is a label that no delivery rule reads. Owns the rows and the pop across queues;
+//! must never read more than [`MAX_TAGGED`] rows for one call, and never wait on anything
+//! but the queues' own notifiers (a namespace pop is woken like a queue's pop).
+
+use crate::consume::{attempt, pop_request, PopParams};
+use crate::error::ApiError;
+use crate::App;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use baton_core::kv::{KvOp, KvResult};
+use baton_core::QUEUE_MODE;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+/// The KV namespace of queues' tags.
+pub const NS: &str = "queen-namespaces";
+/// Most tagged queues one call reads (a namespace pop, the lists); past it the rest are not
+/// seen by that call, and the lists say `truncated`.
+pub const MAX_TAGGED: usize = 10_000;
+/// Longest namespace or task name, bytes.
+const MAX_NAME: usize = 256;
+
+#[derive(Serialize, Deserialize, Clone, Default)]
+pub struct Tags {
+    pub namespace: Option<String>,
+    pub task: Option<String>,
+}
+
+fn check(what: &str, v: &Option<String>) -> Result<(), ApiError> {
+    match v {
+        Some(s) if s.is_empty() || s.len() > MAX_NAME || s.chars().any(char::is_control) => {
+            Err(ApiError::bad("invalid_name", format!("{what} is 1 to {MAX_NAME} bytes without control characters")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Checks tags before a configure changes anything.
+pub fn validate(namespace: &Option<String>, task: &Option<String>) -> Result<(), ApiError> {
+    check("namespace", namespace)?;
+    check("task", task)
+}
+
+async fn kv(app: &App, op: KvOp) -> Result<Option<KvResult>, ApiError> {
+    let mut r = app.engine.kv(vec![op]).await?.map_err(|_| {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "a namespace row's write rolled back")
+    })?;
+    Ok(r.pop())
+}
+
+/// Records the tags a configure named. A configure that names neither leaves them as they
+/// are (Queen's client sends `null` for what it was not given).
+pub async fn record(app: &App, queue: &str, tags: Tags) -> Result<(), ApiError> {
+    if tags.namespace.is_none() && tags.task.is_none() {
+        return Ok(());
+    }
+    let value = serde_json::to_string(&tags).expect("tags serialize");
+    let op = KvOp::Put { ns: NS.into(), key: queue.into(), value, ttl_secs: None, expect: None, required: false };
+    kv(app, op).await.map(|_| ())
+}
+
+/// Forgets a deleted queue's tags.
+pub async fn forget(app: &App, queue: &str) -> Result<(), ApiError> {
+    kv(app, KvOp::Delete { ns: NS.into(), key: queue.into(), expect: None, required: false }).await.map(|_| ())
+}
+
+/// Every tagged queue (at most [`MAX_TAGGED`]) with its tags, in name order, and whether
+/// there were more.
+pub async fn tagged(app: &App) -> Result<(Vec<(String, Tags)>, bool), ApiError> {
+    let op = KvOp::GetPrefix { ns: NS.into(), prefix: String::new(), after: None, limit: MAX_TAGGED, keys_only: false };
+    Ok(match kv(app, op).await? {
+        Some(KvResult::Prefix { rows, next_after }) => (
+            rows.into_iter().filter_map(|r| Some((r.key, serde_json::from_str(r.value.as_deref()?).ok()?))).collect(),
+            next_after.is_some(),
+        ),
+        _ => (Vec::new(), false),
+    })
+}
+
+/// Whether a queue's tags match a filter (`None` matches anything).
+pub fn matches(t: &Tags, namespace: Option<&str>, task: Option<&str>) -> bool {
+    namespace.is_none_or(|n| t.namespace.as_deref() == Some(n)) && task.is_none_or(|k| t.task.as_deref() == Some(k))
+}
+
+fn listing(rows: &[(String, Tags)], truncated: bool, key: &str, pick: fn(&Tags) -> Option<&String>) -> Response {
+    let mut by: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (q, t) in rows {
+        if let Some(n) = pick(t) {
+            by.entry(n).or_default().push(q);
+        }
+    }
+    let list: Vec<_> = by.into_iter().map(|(n, qs)| json!({ key: n, "queues": qs, "queueCount": qs.len() })).collect();
+    Json(json!({ format!("{key}s"): list, "truncated": truncated })).into_response()
+}
+
+pub async fn namespaces(State(app): State<App>) -> Result<Response, ApiError> {
+    let (rows, truncated) = tagged(&app).await?;
+    Ok(listing(&rows, truncated, "namespace", |t| t.namespace.as_ref()))
+}
+
+pub async fn tasks(State(app): State<App>) -> Result<Response, ApiError> {
+    let (rows, truncated) = tagged(&app).await?;
+    Ok(listing(&rows, truncated, "task", |t| t.task.as_ref()))
+}
+
+/// The namespace and task of a pop; the rest of its query is a queue pop's [`PopParams`]
+/// (read apart: serde's `flatten` cannot read numbers out of a query string).
+#[derive(Deserialize)]
+pub struct PopAcross {
+    namespace: Option<String>,
+    task: Option<String>,
+}
+
+/// Where the next namespace pop starts, so one busy queue does not starve the others.
+static ROTATE: AtomicUsize = AtomicUsize::new(0);
+
+/// `GET /api/v1/pop?namespace=&task=`: one pop from the first queue of the namespace (and/or
+/// task) that has messages for the group, starting at a rotating queue; with `wait=true` it
+/// waits on every one of those queues' notifiers at once.
+pub async fn pop(
+    State(app): State<App>,
+    q: Result<Query<PopAcross>, axum::extract::rejection::QueryRejection>,
+    p: Result<Query<PopParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(q) = q.map_err(|e| ApiError::bad("invalid_query", e.body_text()))?;
+    let Query(p) = p.map_err(|e| ApiError::bad("invalid_query", e.body_text()))?;
+    if q.namespace.is_none() && q.task.is_none() {
+        return Err(ApiError::bad("missing_queue", "a pop names a queue, a namespace or a task"));
+    }
+    validate(&q.namespace, &q.task)?;
+    let (rows, _) = tagged(&app).await?;
+    let queues: Vec<String> = rows
+        .into_iter()
+        .filter(|(_, t)| matches(t, q.namespace.as_deref(), q.task.as_deref()))
+        .map(|(name, _)| name)
+        .collect();
+    let (req, wait, deadline) = pop_request(&app, String::new(), None, &p)?;
+    if queues.is_empty() && !wait {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    let group = req.group.clone().unwrap_or_else(|| QUEUE_MODE.to_string());
+    let notifiers: Vec<_> = queues.iter().map(|name| app.engine.pop_notifier(name, &group)).collect();
+    loop {
+        let mut woken: Vec<_> = notifiers.iter().map(|n| Box::pin(n.notified())).collect();
+        for w in &mut woken {
+            w.as_mut().enable();
+        }
+        let start = ROTATE.fetch_add(1, Relaxed);
+        for i in 0..queues.len() {
+            let mut one = req.clone();
+            one.queue = queues[(start + i) % queues.len()].clone();
+            if let Some(answer) = attempt(&app, &one).await? {
+                return Ok(answer);
+            }
+        }
+        if !wait || tokio::time::Instant::now() >= deadline {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        let any = async {
+            if woken.is_empty() {
+                std::future::pending::<()>().await;
+            }
+            futures_util::future::select_all(woken).await;
+        };
+        tokio::select! {
+            _ = any => {}
+            _ = tokio::time::sleep_until(deadline) => {}
+            _ = app.shutdown.triggered() => return Ok(StatusCode::NO_CONTENT.into_response()),
+        }
+    }
+}
