@@ -92,6 +92,7 @@ async fn malformed_operations_are_refused_before_the_engine() {
     let api = Api::start();
     let cases = [
         (json!({"operations": []}), "empty_transaction"),
+        (json!({}), "empty_transaction"),
         (json!({"operations": [{"type": "nack"}]}), "invalid_operation"),
         (json!({"operations": [{"items": []}]}), "invalid_request"),
         (json!({"operations": [{"type": "push", "items": []}]}), "empty_items"),

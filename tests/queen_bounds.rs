@@ -47,6 +47,10 @@ async fn permit_rows_are_written_only_by_the_locks_route() {
     assert_eq!((holders[0]["owner"].as_str(), holders[0]["token"].as_u64()), (Some("a"), Some(token)));
     api.pop_none("rq", "batch=1").await;
 
+    // A transaction of KV operations alone need not name `operations` (docs/api.md).
+    let (st, v) =
+        api.post("/api/v1/transaction", json!({"kv": [{"op": "put", "ns": "app", "key": "k", "value": 1}]})).await;
+    assert_eq!((st, &v["success"]), (200, &json!(true)), "{v}");
     // Reading a permit and guarding a transaction with it stay open.
     let (st, v) =
         api.post("/api/v1/kv", json!({"operations": [{"op": "get", "ns": "queen-locks", "key": "job#0"}]})).await;
@@ -129,6 +133,16 @@ async fn changed_since_examines_a_bounded_number_of_partitions() {
     }
     assert_eq!(found, ["late"]);
     assert!(pages >= 2, "5,001 partitions were examined in one page ({pages})");
+
+    // A queue's view is put together from planner steps of at most 4,096 partitions: all
+    // 5,001 are there once, in creation order, with their depths.
+    let (st, v) = api.get("/api/v1/resources/queues/wide").await;
+    assert_eq!(st, 200, "{v}");
+    let parts = v["partitionList"].as_array().expect("partitionList");
+    assert_eq!((parts.len(), v["partitions"].as_u64()), (5001, Some(5001)));
+    assert_eq!((parts[0]["name"].as_str(), parts[5000]["name"].as_str()), (Some("p0"), Some("late")));
+    let (_, d) = api.get("/api/v1/resources/queues/wide/depth").await;
+    assert_eq!((d["pending"].as_u64(), d["partitionsPending"].as_u64()), (Some(5001), Some(5001)), "{d}");
 }
 
 #[tokio::test]

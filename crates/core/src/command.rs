@@ -175,11 +175,16 @@ pub enum Query {
     /// How many queues, partitions and consumer groups exist, and the bytes of KV entries and
     /// timers held (the bounded counts).
     Sizes,
-    Queues,
-    Queue(String),
-    /// A queue's backlog as one consumer group sees it (`None`: queue mode's).
-    QueueFor {
-        queue: String,
+    /// Every queue (or the one named) without its partitions' views, in name order: a step
+    /// in the number of queues. Partition views come apart ([`Query::PartViews`]) in steps
+    /// of at most [`crate::query::VIEW_CHUNK`]: listing a queue of a million partitions
+    /// never holds the planner for the whole list. [`crate::Engine::queue_views`] puts them
+    /// together; it is the one way to a [`QueueView`].
+    QueueHeads(Option<String>),
+    /// The views of these partitions, each with its depth as `group` sees it (`None`: queue
+    /// mode's); at most [`crate::query::VIEW_CHUNK`] are answered.
+    PartViews {
+        ids: Vec<PartId>,
         group: Option<String>,
     },
     Groups,
@@ -269,6 +274,8 @@ pub struct TxnView {
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PartitionView {
+    #[serde(skip)]
+    pub part: PartId,
     pub id: String,
     pub name: String,
     pub start: u64,
@@ -290,6 +297,16 @@ pub struct QueueView {
     pub partitions: Vec<PartitionView>,
     pub depth: u64,
     pub total: u64,
+    pub dead_letters: u64,
+    pub created_at: Micros,
+}
+
+/// A queue without its partitions' views ([`Query::QueueHeads`]).
+#[derive(Debug, Clone)]
+pub struct QueueHead {
+    pub name: String,
+    pub options: QueueOptions,
+    pub parts: Vec<PartId>,
     pub dead_letters: u64,
     pub created_at: Micros,
 }
@@ -347,8 +364,8 @@ pub enum QueryResult {
         kafka_txns_open: usize,
         kafka_aborted_max: usize,
     },
-    Queues(Vec<QueueView>),
-    Queue(Option<QueueView>),
+    QueueHeads(Vec<QueueHead>),
+    PartViews(Vec<PartitionView>),
     Groups(Vec<GroupView>),
     Dlq(Vec<DlqView>),
     /// (queue, partition, where its bytes are, each group's progress on it).

@@ -594,6 +594,45 @@ impl Engine {
         self.call(|r| Cmd::Query(q, r)).await?
     }
 
+    /// Every queue (or the one named: at most one view) with its partitions' views and depth
+    /// as `group` sees it (`None`: queue mode's), put together from planner steps of at most
+    /// [`crate::query::VIEW_CHUNK`] partitions, so pushes and pops go on between them. A
+    /// partition made meanwhile is not in the view; one removed meanwhile is left out.
+    pub async fn queue_views(&self, name: Option<&str>, group: Option<&str>) -> Result<Vec<QueueView>, CoreError> {
+        let QueryResult::QueueHeads(heads) = self.query(Query::QueueHeads(name.map(str::to_string))).await? else {
+            return Err(CoreError::unavailable("unexpected answer to a queue listing"));
+        };
+        let ids: Vec<PartId> = heads.iter().flat_map(|h| h.parts.iter().copied()).collect();
+        let mut views: HashMap<PartId, PartitionView> = HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(crate::query::VIEW_CHUNK) {
+            let q = Query::PartViews { ids: chunk.to_vec(), group: group.map(str::to_string) };
+            let QueryResult::PartViews(v) = self.query(q).await? else {
+                return Err(CoreError::unavailable("unexpected answer to a partition listing"));
+            };
+            views.extend(v.into_iter().map(|pv| (pv.part, pv)));
+        }
+        Ok(heads
+            .into_iter()
+            .map(|h| {
+                let partitions: Vec<PartitionView> = h.parts.iter().filter_map(|id| views.remove(id)).collect();
+                QueueView {
+                    name: h.name,
+                    options: h.options,
+                    depth: partitions.iter().map(|p| p.depth).sum(),
+                    total: partitions.iter().map(|p| p.end - p.start).sum(),
+                    partitions,
+                    dead_letters: h.dead_letters,
+                    created_at: h.created_at,
+                }
+            })
+            .collect())
+    }
+
+    /// One queue's view ([`Engine::queue_views`]), `None` for an unknown queue.
+    pub async fn queue_view(&self, name: &str, group: Option<&str>) -> Result<Option<QueueView>, CoreError> {
+        Ok(self.queue_views(Some(name), group).await?.pop())
+    }
+
     pub async fn fetch(&self, reqs: Vec<FetchRequest>) -> Result<Vec<FetchResult>, CoreError> {
         self.call(|r| Cmd::Fetch(reqs, r)).await
     }

@@ -8,20 +8,29 @@ use crate::model::*;
 use crate::plan::partition_depth;
 use crate::state::{Queue, State};
 
-fn queue_view(state: &State, q: &Queue) -> QueueView {
-    queue_view_for(state, q, QUEUE_MODE)
+/// Most partition views one [`Query::PartViews`] answers.
+pub const VIEW_CHUNK: usize = 4096;
+
+fn head(q: &Queue) -> QueueHead {
+    QueueHead {
+        name: q.name.clone(),
+        options: q.options.clone(),
+        parts: q.parts.clone(),
+        dead_letters: q.dlq.len() as u64,
+        created_at: q.created,
+    }
 }
 
-/// The queue with each partition's depth as `group` sees it: what it has not settled, or
-/// the whole partition for a group that has not started there.
-fn queue_view_for(state: &State, q: &Queue, group: &str) -> QueueView {
+/// Each partition's view with its depth as `group` sees it: what it has not settled, or the
+/// whole partition for a group that has not started there.
+fn part_views(state: &State, ids: &[PartId], group: &str) -> Vec<PartitionView> {
     let gid = state.group_ids.get(group).copied();
-    let partitions: Vec<PartitionView> = q
-        .parts
-        .iter()
-        .map(|pid| {
-            let p = &state.parts[pid];
-            PartitionView {
+    ids.iter()
+        .take(VIEW_CHUNK)
+        .filter_map(|pid| {
+            let p = state.parts.get(pid)?;
+            Some(PartitionView {
+                part: *pid,
                 id: partition_uuid(*pid).to_string(),
                 name: p.name.clone(),
                 start: p.start,
@@ -30,31 +39,22 @@ fn queue_view_for(state: &State, q: &Queue, group: &str) -> QueueView {
                 stable_end: p.stable_end(),
                 depth: partition_depth(state, *pid, gid),
                 leased: gid.and_then(|g| p.cursors.get(&g)).is_some_and(|c| c.lease.is_some()),
-            }
+            })
         })
-        .collect();
-    QueueView {
-        name: q.name.clone(),
-        options: q.options.clone(),
-        depth: partitions.iter().map(|p| p.depth).sum(),
-        total: partitions.iter().map(|p| p.end - p.start).sum(),
-        partitions,
-        dead_letters: q.dlq.len() as u64,
-        created_at: q.created,
-    }
+        .collect()
 }
 
 pub fn run(state: &State, q: Query) -> QueryResult {
     match q {
-        Query::Queues => {
-            let mut v: Vec<QueueView> = state.queues.values().map(|q| queue_view(state, q)).collect();
+        Query::QueueHeads(None) => {
+            let mut v: Vec<QueueHead> = state.queues.values().map(head).collect();
             v.sort_by(|a, b| a.name.cmp(&b.name));
-            QueryResult::Queues(v)
+            QueryResult::QueueHeads(v)
         }
-        Query::Queue(name) => QueryResult::Queue(state.queue(&name).map(|q| queue_view(state, q))),
-        Query::QueueFor { queue, group } => QueryResult::Queue(
-            state.queue(&queue).map(|q| queue_view_for(state, q, group.as_deref().unwrap_or(QUEUE_MODE))),
-        ),
+        Query::QueueHeads(Some(name)) => QueryResult::QueueHeads(state.queue(&name).map(head).into_iter().collect()),
+        Query::PartViews { ids, group } => {
+            QueryResult::PartViews(part_views(state, &ids, group.as_deref().unwrap_or(QUEUE_MODE)))
+        }
         Query::Sizes => {
             // Counted when the planner was made (Planner::with_limits); recounted only if not.
             let kv_bytes = state.held.kv.unwrap_or_else(|| state.count_kv_bytes());

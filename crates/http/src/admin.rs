@@ -118,10 +118,7 @@ pub async fn configure(State(app): State<App>, JsonBody(b): JsonBody<ConfigureBo
 }
 
 pub(crate) async fn all_queues(app: &App) -> Result<Vec<baton_core::QueueView>, ApiError> {
-    match app.engine.query(baton_core::Query::Queues).await? {
-        QueryResult::Queues(v) => Ok(v),
-        _ => unreachable!("Queues answers Queues"),
-    }
+    Ok(app.engine.queue_views(None, None).await?)
 }
 
 fn queue_json(q: &baton_core::QueueView) -> serde_json::Value {
@@ -196,13 +193,10 @@ pub(crate) async fn one_queue(app: &App, name: &str) -> Result<baton_core::Queue
 
 /// The queue as `group` sees it (`None`: queue mode).
 async fn one_queue_as(app: &App, name: &str, group: Option<String>) -> Result<baton_core::QueueView, ApiError> {
-    match app.engine.query(baton_core::Query::QueueFor { queue: name.to_string(), group }).await? {
-        QueryResult::Queue(Some(q)) => Ok(q),
-        QueryResult::Queue(None) => {
-            Err(ApiError::new(StatusCode::NOT_FOUND, "queue_not_found", format!("queue {name} does not exist")))
-        }
-        _ => unreachable!("Queue answers Queue"),
-    }
+    app.engine
+        .queue_view(name, group.as_deref())
+        .await?
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "queue_not_found", format!("queue {name} does not exist")))
 }
 
 pub async fn queue(State(app): State<App>, Path(name): Path<String>) -> Result<Response, ApiError> {

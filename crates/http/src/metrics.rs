@@ -276,7 +276,7 @@ async fn text(app: &App) -> String {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
         }
     }
-    if let Ok(QueryResult::Queues(qs)) = app.engine.query(baton_core::Query::Queues).await {
+    if let Ok(qs) = app.engine.queue_views(None, None).await {
         let _ =
             writeln!(out, "# HELP baton_queue_depth Messages waiting in queue mode.\n# TYPE baton_queue_depth gauge");
         for q in &qs {

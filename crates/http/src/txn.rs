@@ -87,7 +87,8 @@ impl<'a> From<&'a TxnItem> for ResultJson<'a> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TxnBody<'a> {
-    #[serde(borrow)]
+    /// Absent is none: a transaction of KV operations or timers alone need not name it.
+    #[serde(borrow, default)]
     operations: Vec<OpJson<'a>>,
     #[serde(default)]
     required_leases: Vec<String>,

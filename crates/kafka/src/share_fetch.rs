@@ -11,7 +11,7 @@ use crate::share_ack::{batches_of, settle_request, AckBatches};
 use crate::share_groups::{Held, SharePart};
 use crate::topics::{s, topic_id};
 use crate::Ctx;
-use baton_core::{CoreError, PopRequest, PopResult, Query, QueryResult};
+use baton_core::{CoreError, PopRequest, PopResult};
 use bytes::{Bytes, BytesMut};
 use futures_util::future::{join_all, select_all};
 use kafka_protocol::messages::share_fetch_response::{AcquiredRecords, LeaderIdAndEpoch, PartitionData};
@@ -30,9 +30,7 @@ async fn names_of(ctx: &Ctx, ids: &BTreeSet<Uuid>) -> Result<HashMap<Uuid, Strin
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
-    let QueryResult::Queues(qs) = ctx.engine.query(Query::Queues).await? else {
-        return Err(CoreError::unavailable("unexpected answer to a queue listing"));
-    };
+    let qs = ctx.engine.queue_views(None, None).await?;
     Ok(qs.iter().map(|q| (topic_id(q), q.name.clone())).filter(|(id, _)| ids.contains(id)).collect())
 }
 

@@ -61,17 +61,11 @@ pub fn kafka_partitions(q: &QueueView) -> Vec<(i32, &PartitionView)> {
 }
 
 pub async fn queue_view(ctx: &Ctx, name: &str) -> Result<Option<QueueView>, CoreError> {
-    match ctx.engine.query(Query::Queue(name.to_string())).await? {
-        QueryResult::Queue(v) => Ok(v),
-        _ => Ok(None),
-    }
+    ctx.engine.queue_view(name, None).await
 }
 
 async fn all_queues(ctx: &Ctx) -> Result<Vec<QueueView>, CoreError> {
-    match ctx.engine.query(Query::Queues).await? {
-        QueryResult::Queues(v) => Ok(v),
-        _ => Ok(Vec::new()),
-    }
+    ctx.engine.queue_views(None, None).await
 }
 
 /// Make sure `name` has Kafka partitions, creating the topic (or its first
