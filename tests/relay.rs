@@ -96,6 +96,15 @@ impl Relay {
         }
     }
 
+    /// Wait until this relay holds `n` buckets.
+    async fn wait_buckets(&self, n: u32) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while self.metric("baton_relay_buckets_owned").await != n as f64 {
+            assert!(Instant::now() < deadline, "relay never held {n} buckets; log:\n{}", self.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
@@ -395,6 +404,7 @@ fn open_transaction_gap_holds_back_later_ids() {
     let baton = Server::start();
     let relay = Relay::start(&pg, &baton, "r1", &[]);
     rt().block_on(async {
+        relay.wait_buckets(64).await;
         let first = pg.client().await;
         let later = pg.client().await;
         first.batch_execute("BEGIN").await.unwrap();
