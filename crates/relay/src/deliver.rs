@@ -63,9 +63,15 @@ pub fn queue_name(prefix: &str, aggregate_type: &str) -> String {
 }
 
 impl Deliverer {
-    pub async fn run(self, wake: Arc<Notify>) -> Result<(), Error> {
+    pub async fn run(mut self, wake: Arc<Notify>) -> Result<(), Error> {
         let poll = Duration::from_millis(self.args.poll_ms.max(10));
         loop {
+            if self.pg.is_closed() {
+                match crate::connect(&self.args.pg.pg).await {
+                    Ok(c) => self.pg = c,
+                    Err(e) => eprintln!("baton relay {}: reconnect to postgres: {e}", self.leases.relay_id),
+                }
+            }
             let busy = match self.round().await {
                 Ok(n) => n > 0,
                 Err(e) => {
