@@ -239,6 +239,24 @@ fn delivers_in_order_per_aggregate() {
             assert!(Instant::now() < deadline, "backlog gauge never reached 0");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        let st: Value = serde_json::from_str(relay_cli(&pg, &["status", "--to", &baton.url("")]).trim()).unwrap();
+        assert_eq!(
+            (st["pending"].as_i64(), st["delivered"].as_i64(), st["parked"].as_i64()),
+            (Some(0), Some(1000), Some(0))
+        );
+        let holders = st["bucketHolders"].as_object().expect("bucketHolders");
+        assert_eq!(holders.len(), 64, "{st}");
+        assert!(holders.values().all(|o| o == "r1"), "{st}");
+        // A relay that died after Baton took a batch but before marking it re-sends it:
+        // Baton answers duplicate, nothing is stored twice, the rows end delivered.
+        let n = c
+            .execute("UPDATE baton_outbox SET status = 'pending', delivered_at = NULL WHERE id % 7 = 0", &[])
+            .await
+            .unwrap();
+        assert!(n > 100);
+        wait_delivered(&c, 1000, Duration::from_secs(20), &|| relay.log()).await;
+        check_exactly_once_in_order(&c, &baton).await;
+        assert_eq!(relay.metric("baton_relay_duplicates_total").await, n as f64);
     });
 }
 
@@ -274,6 +292,12 @@ fn failover_kill9_no_duplicates() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(a.metric("baton_relay_delivered_total").await > 0.0, "ra delivered nothing before its death");
         a.kill9();
+        let killed = Instant::now();
+        // The survivor takes every bucket once the dead relay's 2 s leases expire.
+        while b.metric("baton_relay_buckets_owned").await < 64.0 {
+            assert!(killed.elapsed() < Duration::from_secs(4), "rb did not take over within the lease:\n{}", b.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         inserting.await.unwrap();
         let c = pg.client().await;
         wait_delivered(&c, 600, Duration::from_secs(30), &|| b.log()).await;
