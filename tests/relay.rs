@@ -71,8 +71,9 @@ impl Relay {
         let metrics = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_baton"))
             .args(["relay", "run", "--pg", &pg.url(), "--to", &baton.url(""), "--relay-id", id])
-            .args(["--buckets", BUCKETS, "--lease-secs", "2", "--poll-ms", "100"])
+            .args(["--buckets", BUCKETS, "--poll-ms", "100"])
             .args(["--metrics-addr", &format!("127.0.0.1:{metrics}")])
+            .args(if extra.contains(&"--lease-secs") { &[][..] } else { &["--lease-secs", "2"][..] })
             .args(extra)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -458,5 +459,35 @@ fn open_transaction_gap_holds_back_later_ids() {
         first.batch_execute("COMMIT").await.unwrap();
         wait_delivered(&later, 2, Duration::from_secs(10), &|| relay.log()).await;
         check_exactly_once_in_order(&later, &baton).await;
+    });
+}
+
+#[test]
+fn sigterm_hands_buckets_over_at_once() {
+    let pg = Pg::start();
+    init(&pg);
+    let baton = Server::start();
+    // A 9 s lease: waiting for expiry would take up to 9 s, a release is seen at the next 3 s tick.
+    let mut a = Relay::start(&pg, &baton, "ra", &["--lease-secs", "9"]);
+    let b = Relay::start(&pg, &baton, "rb", &["--lease-secs", "9"]);
+    rt().block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while a.metric("baton_relay_buckets_owned").await == 0.0 || b.metric("baton_relay_buckets_owned").await == 0.0 {
+            assert!(Instant::now() < deadline, "buckets never spread:\n{}\n{}", a.log(), b.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        insert_all(&pg, 10, 10, Duration::ZERO).await;
+        a.signal(libc::SIGTERM);
+        let stopped = Instant::now();
+        let status = a.child.as_mut().unwrap().wait().unwrap();
+        assert!(status.success(), "ra exited {status:?}:\n{}", a.log());
+        a.child = None;
+        while b.metric("baton_relay_buckets_owned").await < 64.0 {
+            assert!(stopped.elapsed() < Duration::from_millis(4500), "rb waited for expiry:\n{}", b.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let c = pg.client().await;
+        wait_delivered(&c, 100, Duration::from_secs(20), &|| b.log()).await;
+        check_exactly_once_in_order(&c, &baton).await;
     });
 }

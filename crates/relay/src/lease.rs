@@ -168,6 +168,17 @@ impl Leases {
         Ok(())
     }
 
+    /// Give every bucket and the membership back (on SIGTERM / Ctrl-C; the delivery round is stopped first).
+    pub async fn release_all(&self) -> Result<(), crate::Error> {
+        let owned: Vec<u32> = self.state.read().await.keys().copied().collect();
+        self.release(&owned).await?;
+        self.m.buckets_owned.store(0, Ordering::Relaxed);
+        if let Some(h) = self.member.lock().await.take() {
+            self.ops(vec![json!({"op": "release", "name": MEMBERS, "token": h.token, "slot": h.slot})]).await?;
+        }
+        Ok(())
+    }
+
     /// Take up to `want` buckets nobody holds, starting at a place that depends on the relay id.
     async fn acquire(&self, want: usize) -> Result<(), crate::Error> {
         let start = self.relay_id.bytes().fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32)) % self.buckets;

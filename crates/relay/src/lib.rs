@@ -160,11 +160,26 @@ async fn run_relay(r: RunArgs) -> Result<(), Error> {
     let m = Arc::new(metrics::Metrics::default());
     metrics::serve(&r.metrics_addr, m.clone()).await?;
     let leases = Arc::new(lease::Leases::new(baton.clone(), relay_id.clone(), buckets, r.lease_secs, m.clone()));
-    tokio::spawn(leases.clone().maintain());
+    let maintain = tokio::spawn(leases.clone().maintain());
     let wake = Arc::new(tokio::sync::Notify::new());
     deliver::listen(&r.pg.pg, names.channel(), wake.clone()).await?;
     tokio::spawn(metrics::gauges(r.pg.pg.clone(), names.clone(), m.clone()));
     eprintln!("baton relay {relay_id}: {buckets} buckets, table {}, to {}", names.table, r.to);
-    let d = deliver::Deliverer { pg, baton, names, args: r, leases, m };
-    d.run(wake).await
+    let d = deliver::Deliverer { pg, baton, names, args: r, leases: leases.clone(), m };
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        res = d.run(wake) => res,
+        _ = term.recv() => stop(&relay_id, maintain, &leases).await,
+        _ = tokio::signal::ctrl_c() => stop(&relay_id, maintain, &leases).await,
+    }
+}
+
+/// Planned stop: release the buckets so that another relay takes them at once
+/// instead of after the lease. A round in flight is cut at an await point: what it
+/// pushed and did not mark is re-sent by the next owner and answered `duplicate`.
+async fn stop(relay_id: &str, maintain: tokio::task::JoinHandle<()>, leases: &lease::Leases) -> Result<(), Error> {
+    maintain.abort();
+    let res = leases.release_all().await;
+    eprintln!("baton relay {relay_id}: stopped, buckets released");
+    res
 }
