@@ -183,6 +183,11 @@ impl Deliverer {
                     continue;
                 }
                 Pushed::Refused(why) => {
+                    // A 4xx is answered before the guard is judged: count the refusal only
+                    // while this relay still owns the bucket.
+                    if !self.still_owner(guard).await {
+                        return Ok(n);
+                    }
                     self.fail(&e, &why).await?;
                     failed.insert(e.agg);
                 }
@@ -219,6 +224,18 @@ impl Deliverer {
             }
         }
         Pushed::Unknown(last)
+    }
+
+    /// The bucket's lease is still at this guard's token (a transaction of the guard alone).
+    async fn still_owner(&self, guard: &Value) -> bool {
+        match self.baton.transaction_raw(&json!({ "operations": [], "kv": [guard] }), Duration::from_secs(10)).await {
+            TxnOutcome::Committed { .. } => true,
+            TxnOutcome::RolledBack { reason, .. } if reason == "kv_precondition" => {
+                self.m.fenced.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+            _ => false,
+        }
     }
 
     /// Baton holds these events (`dups` of them from before): mark them delivered.

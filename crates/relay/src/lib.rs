@@ -106,10 +106,10 @@ pub struct ReleaseArgs {
     #[command(flatten)]
     pub pg: PgArgs,
     /// The parked event to release.
-    #[arg(long, conflicts_with = "all", required_unless_present = "all")]
+    #[arg(long, env = "BATON_RELAY_RELEASE_ID", conflicts_with = "all", required_unless_present = "all")]
     pub id: Option<i64>,
     /// Release every parked event.
-    #[arg(long)]
+    #[arg(long, env = "BATON_RELAY_RELEASE_ALL")]
     pub all: bool,
 }
 
