@@ -13,7 +13,7 @@ use crate::{Error, RunArgs};
 use base64::Engine;
 use baton_client::{Client, TxnOutcome};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -149,52 +149,71 @@ impl Deliverer {
         Ok(settled)
     }
 
-    /// Publish one bucket's batch: all at once, else (duplicate or refusal) one by one.
+    /// Publish one bucket's batch as one transaction. On a duplicate or a refusal, go one
+    /// event at a time until one commits (the already written prefix, the refused event),
+    /// then the rest as one transaction again. An event that failed blocks the later
+    /// events of its aggregate for this round.
     async fn bucket(&self, guard: &Value, events: Vec<Event>) -> Result<usize, Error> {
-        let items: Vec<&Value> = events.iter().map(|e| &e.item).collect();
-        match self.push(guard, &items).await {
-            Pushed::Committed => {
-                let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
-                self.mark(&ids, 0).await?;
-                Ok(ids.len())
-            }
-            Pushed::Fenced => Ok(0),
-            Pushed::Unknown(e) => {
-                eprintln!("baton relay {}: push outcome unknown, will retry: {e}", self.leases.relay_id);
-                Ok(0)
-            }
-            Pushed::Duplicate | Pushed::Refused(_) => self.one_by_one(guard, events).await,
-        }
-    }
-
-    async fn one_by_one(&self, guard: &Value, events: Vec<Event>) -> Result<usize, Error> {
+        let mut events: VecDeque<Event> = events.into();
         let mut failed: HashSet<(String, String)> = HashSet::new();
         let mut n = 0;
-        for e in events {
-            if failed.contains(&e.agg) {
-                continue;
+        loop {
+            events.retain(|e| !failed.contains(&e.agg));
+            if events.is_empty() {
+                return Ok(n);
             }
-            match self.push(guard, &[&e.item]).await {
-                Pushed::Committed => self.mark(&[e.id], 0).await?,
-                Pushed::Duplicate => self.mark(&[e.id], 1).await?,
+            let items: Vec<&Value> = events.iter().map(|e| &e.item).collect();
+            let whole = self.push(guard, &items).await;
+            // After a duplicate: one at a time until the first commit (the written prefix is
+            // gone). After a refusal: one at a time until the refused event is found.
+            let until_refused = matches!(whole, Pushed::Refused(_));
+            match whole {
+                Pushed::Committed => {
+                    let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
+                    self.mark(&ids, 0).await?;
+                    return Ok(n + ids.len());
+                }
                 Pushed::Fenced => return Ok(n),
-                Pushed::Unknown(_) => {
-                    failed.insert(e.agg);
+                Pushed::Unknown(e) => {
+                    eprintln!("baton relay {}: push outcome unknown, will retry: {e}", self.leases.relay_id);
+                    return Ok(n);
+                }
+                Pushed::Duplicate | Pushed::Refused(_) => {}
+            }
+            while let Some(e) = events.pop_front() {
+                if failed.contains(&e.agg) {
                     continue;
                 }
-                Pushed::Refused(why) => {
-                    // A 4xx is answered before the guard is judged: count the refusal only
-                    // while this relay still owns the bucket.
-                    if !self.still_owner(guard).await {
-                        return Ok(n);
+                match self.push(guard, &[&e.item]).await {
+                    Pushed::Committed => {
+                        self.mark(&[e.id], 0).await?;
+                        n += 1;
+                        if !until_refused {
+                            break;
+                        }
                     }
-                    self.fail(&e, &why).await?;
-                    failed.insert(e.agg);
+                    Pushed::Duplicate => {
+                        self.mark(&[e.id], 1).await?;
+                        n += 1;
+                    }
+                    Pushed::Fenced => return Ok(n),
+                    Pushed::Unknown(_) => {
+                        failed.insert(e.agg);
+                    }
+                    Pushed::Refused(why) => {
+                        // A 4xx is answered before the guard is judged: count the refusal only
+                        // while this relay still owns the bucket.
+                        if !self.still_owner(guard).await {
+                            return Ok(n);
+                        }
+                        self.fail(&e, &why).await?;
+                        failed.insert(e.agg);
+                        n += 1;
+                        break;
+                    }
                 }
             }
-            n += 1;
         }
-        Ok(n)
     }
 
     async fn push(&self, guard: &Value, items: &[&Value]) -> Pushed {
