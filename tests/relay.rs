@@ -258,6 +258,8 @@ fn delivers_in_order_per_aggregate() {
         wait_delivered(&c, 1000, Duration::from_secs(20), &|| relay.log()).await;
         check_exactly_once_in_order(&c, &baton).await;
         assert_eq!(relay.metric("baton_relay_duplicates_total").await, n as f64);
+        // A lone relay is never fenced: renewals never change a token under its pushes.
+        assert_eq!(relay.metric("baton_relay_fenced_total").await, 0.0);
     });
 }
 
