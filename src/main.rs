@@ -41,6 +41,8 @@ enum Command {
     Tail(cli::TailArgs),
     /// A cluster's members: `status`, `add --id N --raft-addr HOST:PORT`, `remove --id N`.
     Cluster(cli::ClusterArgs),
+    /// The PostgreSQL transactional outbox into Baton: `init`, `run`, `status`, `parked`, `release`.
+    Relay(baton_relay::RelayArgs),
 }
 
 fn main() {
@@ -56,6 +58,7 @@ fn main() {
         Command::Groups(a) => cli::groups(a),
         Command::Tail(a) => cli::tail(a),
         Command::Cluster(a) => cli::cluster(a),
+        Command::Relay(a) => baton_relay::run(a).map_err(|e| e.to_string()),
     };
     if let Err(e) = res {
         eprintln!("baton: {e}");

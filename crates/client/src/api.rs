@@ -193,6 +193,11 @@ impl Client {
         }
     }
 
+    /// POST /api/v1/locks with this body (`{"operations": [...]}`): the answer as is.
+    pub async fn locks(&self, body: &Value) -> Result<Value> {
+        self.post_json("/api/v1/locks", body).await
+    }
+
     /// POST /api/v1/fetch: one answer per entry, in order.
     pub async fn fetch(&self, entries: &[FetchEntry]) -> Result<Vec<Fetched>> {
         #[derive(Deserialize)]

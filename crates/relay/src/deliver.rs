@@ -1,0 +1,358 @@
+//! Delivery: read the owned buckets' ready events in id order, push each
+//! bucket's batch to Baton as ONE transaction guarded by that bucket's lease,
+//! and mark rows delivered. Owns the per-aggregate blocking rules (an event
+//! waits behind a parked, backing-off or not yet settled event of its
+//! aggregate), the poison path and the LISTEN wake-up. Must never mark a row
+//! delivered unless Baton answered that its transactionId (`outbox-<id>`) is
+//! written (committed now, or `duplicate`: written before).
+
+use crate::lease::Leases;
+use crate::metrics::Metrics;
+use crate::schema::{Names, SETTLED};
+use crate::{Error, RunArgs};
+use base64::Engine;
+use baton_client::{Client, TxnOutcome};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// How often an unknown outcome (503, timeout) is retried within one round.
+const UNKNOWN_RETRIES: u32 = 3;
+
+pub struct Deliverer {
+    pub pg: tokio_postgres::Client,
+    pub baton: Client,
+    pub names: Names,
+    pub args: RunArgs,
+    pub leases: Arc<Leases>,
+    pub m: Arc<Metrics>,
+}
+
+/// One outbox row ready to go.
+struct Event {
+    id: i64,
+    agg: (String, String),
+    item: Value,
+}
+
+/// What one guarded push of some events came to.
+enum Pushed {
+    /// Written now.
+    Committed,
+    /// Some transactionId of it was written before: nothing of it was written now.
+    Duplicate,
+    /// The lease guard failed: this relay no longer owns the bucket at that token.
+    Fenced,
+    /// Baton refused it (4xx or a rollback other than duplicate/fencing).
+    Refused(String),
+    /// Unknown outcome, retries exhausted.
+    Unknown(String),
+}
+
+/// A Baton queue name from an aggregate type: letters, digits, `_`, `-`, `.`; others become `_`.
+pub fn queue_name(prefix: &str, aggregate_type: &str) -> String {
+    let s: String = aggregate_type
+        .chars()
+        .take(200)
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') { c } else { '_' })
+        .collect();
+    format!("{prefix}-{s}")
+}
+
+impl Deliverer {
+    pub async fn run(mut self, wake: Arc<Notify>) -> Result<(), Error> {
+        let poll = Duration::from_millis(self.args.poll_ms.max(10));
+        loop {
+            if self.pg.is_closed() {
+                match crate::connect(&self.args.pg.pg).await {
+                    Ok(c) => self.pg = c,
+                    Err(e) => eprintln!("baton relay {}: reconnect to postgres: {e}", self.leases.relay_id),
+                }
+            }
+            let busy = match self.round().await {
+                Ok(n) => n > 0,
+                Err(e) => {
+                    eprintln!("baton relay {}: round: {e}", self.leases.relay_id);
+                    false
+                }
+            };
+            if !busy {
+                tokio::select! {
+                    _ = wake.notified() => {}
+                    _ = tokio::time::sleep(poll) => {}
+                }
+            }
+        }
+    }
+
+    /// One pass over the owned buckets; answers how many events were settled (delivered or failed).
+    async fn round(&self) -> Result<usize, Error> {
+        // Held for the whole round: no renewal changes a token under a push.
+        let st = self.leases.state.read().await;
+        if st.is_empty() {
+            return Ok(0);
+        }
+        let owned: Vec<i32> = st.keys().map(|b| *b as i32).collect();
+        let t = &self.names.table;
+        let parked = self
+            .pg
+            .query(
+                &format!("SELECT DISTINCT aggregate_type, aggregate_id FROM {t} WHERE bucket = ANY($1) AND status = 'parked'"),
+                &[&owned],
+            )
+            .await?;
+        let mut blocked: HashSet<(String, String)> = parked.iter().map(|r| (r.get(0), r.get(1))).collect();
+        let rows = self
+            .pg
+            .query(
+                &format!(
+                    "SELECT id, aggregate_type, aggregate_id, event_type, payload::text, payload_bytes, headers::text, \
+                     created_at::text, bucket, COALESCE(next_attempt_at > now(), false), {SETTLED} \
+                     FROM {t} WHERE bucket = ANY($1) AND status = 'pending' ORDER BY id LIMIT $2"
+                ),
+                &[&owned, &self.args.batch.max(1)],
+            )
+            .await?;
+        let mut by_bucket: BTreeMap<i32, Vec<Event>> = BTreeMap::new();
+        for r in rows {
+            let agg: (String, String) = (r.get(1), r.get(2));
+            let (waiting, settled): (bool, bool) = (r.get(9), r.get(10));
+            if blocked.contains(&agg) {
+                continue;
+            }
+            if waiting || !settled {
+                blocked.insert(agg);
+                continue;
+            }
+            let id: i64 = r.get(0);
+            let parse =
+                |s: Option<String>| s.and_then(|s| serde_json::from_str::<Value>(&s).ok()).unwrap_or(Value::Null);
+            let mut payload = json!({
+                "id": id, "aggregateType": agg.0, "aggregateId": agg.1, "eventType": r.get::<_, String>(3),
+                "createdAt": r.get::<_, String>(7), "headers": parse(r.get(6)), "payload": parse(r.get(4)),
+            });
+            if let Some(b) = r.get::<_, Option<Vec<u8>>>(5) {
+                payload["payloadBase64"] = json!(base64::engine::general_purpose::STANDARD.encode(b));
+            }
+            let item = json!({"queue": queue_name(&self.args.queue_prefix, &agg.0), "partition": agg.1,
+                "transactionId": format!("outbox-{id}"), "payload": payload});
+            by_bucket.entry(r.get(8)).or_default().push(Event { id, agg, item });
+        }
+        let mut settled = 0;
+        for (b, events) in by_bucket {
+            let Some(h) = st.get(&(b as u32)) else { continue };
+            settled += self.bucket(&h.guard, events).await?;
+        }
+        Ok(settled)
+    }
+
+    /// Publish one bucket's batch as one transaction. On a duplicate or a refusal, go one
+    /// event at a time until one commits (the already written prefix, the refused event),
+    /// then the rest as one transaction again. An event that failed blocks the later
+    /// events of its aggregate for this round.
+    async fn bucket(&self, guard: &Value, events: Vec<Event>) -> Result<usize, Error> {
+        let mut events: VecDeque<Event> = events.into();
+        let mut failed: HashSet<(String, String)> = HashSet::new();
+        let mut n = 0;
+        loop {
+            events.retain(|e| !failed.contains(&e.agg));
+            if events.is_empty() {
+                return Ok(n);
+            }
+            let items: Vec<&Value> = events.iter().map(|e| &e.item).collect();
+            let whole = self.push(guard, &items).await;
+            // After a duplicate: one at a time until the first commit (the written prefix is
+            // gone). After a refusal: one at a time until the refused event is found.
+            let until_refused = matches!(whole, Pushed::Refused(_));
+            match whole {
+                Pushed::Committed => {
+                    let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
+                    self.mark(&ids, 0).await?;
+                    return Ok(n + ids.len());
+                }
+                Pushed::Fenced => return Ok(n),
+                Pushed::Unknown(e) => {
+                    eprintln!("baton relay {}: push outcome unknown, will retry: {e}", self.leases.relay_id);
+                    return Ok(n);
+                }
+                Pushed::Duplicate | Pushed::Refused(_) => {}
+            }
+            while let Some(e) = events.pop_front() {
+                if failed.contains(&e.agg) {
+                    continue;
+                }
+                match self.push(guard, &[&e.item]).await {
+                    Pushed::Committed => {
+                        self.mark(&[e.id], 0).await?;
+                        n += 1;
+                        if !until_refused {
+                            break;
+                        }
+                    }
+                    Pushed::Duplicate => {
+                        self.mark(&[e.id], 1).await?;
+                        n += 1;
+                    }
+                    Pushed::Fenced => return Ok(n),
+                    Pushed::Unknown(_) => {
+                        failed.insert(e.agg);
+                    }
+                    Pushed::Refused(why) => {
+                        // A 4xx is answered before the guard is judged: count the refusal only
+                        // while this relay still owns the bucket.
+                        if !self.still_owner(guard).await {
+                            return Ok(n);
+                        }
+                        self.fail(&e, &why).await?;
+                        failed.insert(e.agg);
+                        n += 1;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn push(&self, guard: &Value, items: &[&Value]) -> Pushed {
+        let body = json!({"operations": [{"type": "push", "items": items}], "kv": [guard]});
+        let mut last = String::new();
+        for attempt in 0..UNKNOWN_RETRIES {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
+            }
+            match self.baton.transaction_raw(&body, Duration::from_secs(10)).await {
+                TxnOutcome::Committed { .. } => return Pushed::Committed,
+                TxnOutcome::RolledBack { reason, .. } if reason == "duplicate" => return Pushed::Duplicate,
+                TxnOutcome::RolledBack { reason, .. } if reason == "kv_precondition" => {
+                    self.m.fenced.fetch_add(1, Ordering::Relaxed);
+                    eprintln!("baton relay {}: push refused by the lease guard (fenced)", self.leases.relay_id);
+                    return Pushed::Fenced;
+                }
+                TxnOutcome::RolledBack { reason, error, .. } => return Pushed::Refused(format!("{reason}: {error}")),
+                TxnOutcome::Refused { code, body } => {
+                    let b: String = body.chars().take(300).collect();
+                    return Pushed::Refused(format!("HTTP {code}: {b}"));
+                }
+                TxnOutcome::Unknown(e) => {
+                    self.m.unknown.fetch_add(1, Ordering::Relaxed);
+                    last = e;
+                }
+            }
+        }
+        Pushed::Unknown(last)
+    }
+
+    /// The bucket's lease is still at this guard's token (a transaction of the guard alone).
+    async fn still_owner(&self, guard: &Value) -> bool {
+        match self.baton.transaction_raw(&json!({ "operations": [], "kv": [guard] }), Duration::from_secs(10)).await {
+            TxnOutcome::Committed { .. } => true,
+            TxnOutcome::RolledBack { reason, .. } if reason == "kv_precondition" => {
+                self.m.fenced.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// Baton holds these events (`dups` of them from before): mark them delivered.
+    async fn mark(&self, ids: &[i64], dups: u64) -> Result<(), Error> {
+        self.pg
+            .execute(
+                &format!(
+                    "UPDATE {} SET status = 'delivered', delivered_at = now() WHERE id = ANY($1) AND status = 'pending'",
+                    self.names.table
+                ),
+                &[&ids],
+            )
+            .await?;
+        self.m.delivered.fetch_add(ids.len() as u64, Ordering::Relaxed);
+        self.m.duplicates.fetch_add(dups, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Baton refused this event: back off, or park it after --max-attempts.
+    async fn fail(&self, e: &Event, why: &str) -> Result<(), Error> {
+        self.m.refused.fetch_add(1, Ordering::Relaxed);
+        let base = self.args.backoff_ms as f64 / 1000.0;
+        let row = self
+            .pg
+            .query_one(
+                &format!(
+                    "UPDATE {} SET attempts = attempts + 1, last_error = $2, \
+                     next_attempt_at = now() + make_interval(secs => LEAST(60, $3 * power(2, attempts))), \
+                     status = CASE WHEN attempts + 1 >= $4 THEN 'parked' ELSE status END \
+                     WHERE id = $1 AND status = 'pending' RETURNING status",
+                    self.names.table
+                ),
+                &[&e.id, &why, &base, &self.args.max_attempts],
+            )
+            .await?;
+        if row.get::<_, String>(0) == "parked" {
+            self.m.parked.fetch_add(1, Ordering::Relaxed);
+            eprintln!("baton relay {}: parked event {}: {why}", self.leases.relay_id, e.id);
+            let note = json!({"id": e.id, "aggregateType": e.agg.0, "aggregateId": e.agg.1, "error": why,
+                "queue": e.item["queue"], "eventType": e.item["payload"]["eventType"]});
+            let item = json!({"queue": format!("{}-parked", self.args.queue_prefix), "partition": e.agg.1,
+                "transactionId": format!("outbox-parked-{}", e.id), "payload": note});
+            let _ = self
+                .baton
+                .transaction_raw(&json!({"operations": [{"type": "push", "items": [item]}]}), Duration::from_secs(5))
+                .await;
+        }
+        Ok(())
+    }
+}
+
+/// LISTEN on `channel` from a connection of its own; every notification wakes the delivery loop.
+pub async fn listen(url: &str, channel: &str, wake: Arc<Notify>) -> Result<(), Error> {
+    let url = url.to_string();
+    let channel = channel.to_string();
+    tokio::spawn(async move {
+        loop {
+            if let Err(e) = listen_once(&url, &channel, &wake).await {
+                eprintln!("baton relay: listen: {e}; reconnecting");
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+    Ok(())
+}
+
+async fn listen_once(url: &str, channel: &str, wake: &Notify) -> Result<(), Error> {
+    let (client, mut conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let driver = tokio::spawn(async move {
+        loop {
+            match futures_util::future::poll_fn(|cx| conn.poll_message(cx)).await {
+                Some(Ok(m)) => {
+                    if tx.send(Ok(m)).is_err() {
+                        return;
+                    }
+                }
+                Some(Err(e)) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+                None => return,
+            }
+        }
+    });
+    client.batch_execute(&format!("LISTEN {channel}")).await?;
+    // Events inserted while we were not listening: one wake-up covers them.
+    wake.notify_one();
+    while let Some(m) = rx.recv().await {
+        match m {
+            Ok(tokio_postgres::AsyncMessage::Notification(_)) => wake.notify_one(),
+            Ok(_) => {}
+            Err(e) => {
+                driver.abort();
+                return Err(e.into());
+            }
+        }
+    }
+    drop(client);
+    Ok(())
+}

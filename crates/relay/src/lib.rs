@@ -1,0 +1,185 @@
+//! `baton relay`: the PostgreSQL transactional outbox into Baton. Owns the
+//! command line (every flag also a `BATON_RELAY_*` variable) and wires the
+//! parts together: schema (init), lease (bucket ownership), deliver (read,
+//! push, mark), metrics and status. Must never mark an event delivered that
+//! Baton did not answer for: that rule lives in deliver.rs and nothing here
+//! works around it.
+
+mod deliver;
+mod lease;
+mod metrics;
+mod schema;
+mod status;
+
+use clap::{Args, Subcommand};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use schema::{init_sql, Names};
+
+#[derive(Args, Debug)]
+pub struct RelayArgs {
+    #[command(subcommand)]
+    pub command: RelayCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RelayCommand {
+    /// Create the outbox table, its triggers and config (idempotent).
+    Init(InitArgs),
+    /// Publish the outbox into Baton until stopped.
+    Run(RunArgs),
+    /// Print pending, parked and delivered counts (and bucket holders with --to) as JSON.
+    Status(StatusArgs),
+    /// List the parked events, one JSON line each.
+    Parked(PgArgs),
+    /// Put parked events back to pending: --id N or --all.
+    Release(ReleaseArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct PgArgs {
+    /// PostgreSQL connection string (postgres://user@host:port/db or key=value form).
+    #[arg(long, env = "BATON_RELAY_PG")]
+    pub pg: String,
+    /// The outbox table.
+    #[arg(long, env = "BATON_RELAY_TABLE", default_value = "baton_outbox")]
+    pub table: String,
+}
+
+#[derive(Args, Debug)]
+pub struct InitArgs {
+    #[command(flatten)]
+    pub pg: PgArgs,
+    /// Buckets the aggregates are hashed into (kept from the first init).
+    #[arg(long, env = "BATON_RELAY_BUCKETS", default_value_t = 256)]
+    pub buckets: u32,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub pg: PgArgs,
+    /// Baton's HTTP address.
+    #[arg(long, env = "BATON_RELAY_TO", default_value = "http://127.0.0.1:6632")]
+    pub to: String,
+    /// This relay's name, the owner of its bucket locks (default: host-pid).
+    #[arg(long, env = "BATON_RELAY_ID")]
+    pub relay_id: Option<String>,
+    /// Buckets to create if the table is not there yet (init's --buckets).
+    #[arg(long, env = "BATON_RELAY_BUCKETS", default_value_t = 256)]
+    pub buckets: u32,
+    /// Queues are `<prefix>-<aggregate_type>`; parked events also go to `<prefix>-parked`.
+    #[arg(long, env = "BATON_RELAY_QUEUE_PREFIX", default_value = "outbox")]
+    pub queue_prefix: String,
+    /// Lifetime of a bucket lease (renewed every third of it).
+    #[arg(long, env = "BATON_RELAY_LEASE_SECS", default_value_t = 10)]
+    pub lease_secs: u64,
+    /// Poll the table at least this often (LISTEN wakes it sooner).
+    #[arg(long, env = "BATON_RELAY_POLL_MS", default_value_t = 500)]
+    pub poll_ms: u64,
+    /// Most events read per round.
+    #[arg(long, env = "BATON_RELAY_BATCH", default_value_t = 500)]
+    pub batch: i64,
+    /// Refusals of one event before it is parked.
+    #[arg(long, env = "BATON_RELAY_MAX_ATTEMPTS", default_value_t = 5)]
+    pub max_attempts: i32,
+    /// Base of the exponential backoff after a refusal, in milliseconds.
+    #[arg(long, env = "BATON_RELAY_BACKOFF_MS", default_value_t = 200)]
+    pub backoff_ms: u64,
+    /// Where /metrics is served.
+    #[arg(long, env = "BATON_RELAY_METRICS_ADDR", default_value = "127.0.0.1:6640")]
+    pub metrics_addr: String,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub pg: PgArgs,
+    /// Baton's HTTP address: when given, the bucket lock holders are shown too.
+    #[arg(long, env = "BATON_RELAY_TO")]
+    pub to: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReleaseArgs {
+    #[command(flatten)]
+    pub pg: PgArgs,
+    /// The parked event to release.
+    #[arg(long, env = "BATON_RELAY_RELEASE_ID", conflicts_with = "all", required_unless_present = "all")]
+    pub id: Option<i64>,
+    /// Release every parked event.
+    #[arg(long, env = "BATON_RELAY_RELEASE_ALL")]
+    pub all: bool,
+}
+
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// Connect to PostgreSQL and drive the connection in a task.
+pub(crate) async fn connect(url: &str) -> Result<tokio_postgres::Client, Error> {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            eprintln!("baton relay: postgres connection: {e}");
+        }
+    });
+    Ok(client)
+}
+
+/// Entry point of `baton relay ...`.
+pub fn run(a: RelayArgs) -> Result<(), Error> {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    rt.block_on(async move {
+        match a.command {
+            RelayCommand::Init(i) => {
+                let names = Names::new(&i.pg.table)?;
+                let mut pg = connect(&i.pg.pg).await?;
+                schema::init(&mut pg, &names, i.buckets).await?;
+                let b = schema::buckets(&pg, &names).await?;
+                println!("{}", serde_json::json!({"table": names.table, "buckets": b}));
+                Ok(())
+            }
+            RelayCommand::Run(r) => run_relay(r).await,
+            RelayCommand::Status(s) => status::status(&s).await,
+            RelayCommand::Parked(p) => status::parked(&p).await,
+            RelayCommand::Release(r) => status::release(&r).await,
+        }
+    })
+}
+
+async fn run_relay(r: RunArgs) -> Result<(), Error> {
+    let names = Names::new(&r.pg.table)?;
+    let mut pg = connect(&r.pg.pg).await?;
+    schema::init(&mut pg, &names, r.buckets).await?;
+    let buckets = schema::buckets(&pg, &names).await?;
+    let relay_id = r.relay_id.clone().unwrap_or_else(|| format!("relay-{}", std::process::id()));
+    let baton = baton_client::Client::with_options(
+        &r.to,
+        baton_client::Options { timeout: Duration::from_secs(10), ..Default::default() },
+    )?;
+    let m = Arc::new(metrics::Metrics::default());
+    metrics::serve(&r.metrics_addr, m.clone()).await?;
+    let leases = Arc::new(lease::Leases::new(baton.clone(), relay_id.clone(), buckets, r.lease_secs, m.clone()));
+    let maintain = tokio::spawn(leases.clone().maintain());
+    let wake = Arc::new(tokio::sync::Notify::new());
+    deliver::listen(&r.pg.pg, names.channel(), wake.clone()).await?;
+    tokio::spawn(metrics::gauges(r.pg.pg.clone(), names.clone(), m.clone()));
+    eprintln!("baton relay {relay_id}: {buckets} buckets, table {}, to {}", names.table, r.to);
+    let d = deliver::Deliverer { pg, baton, names, args: r, leases: leases.clone(), m };
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        res = d.run(wake) => res,
+        _ = term.recv() => stop(&relay_id, maintain, &leases).await,
+        _ = tokio::signal::ctrl_c() => stop(&relay_id, maintain, &leases).await,
+    }
+}
+
+/// Planned stop: release the buckets so that another relay takes them at once
+/// instead of after the lease. A round in flight is cut at an await point: what it
+/// pushed and did not mark is re-sent by the next owner and answered `duplicate`.
+async fn stop(relay_id: &str, maintain: tokio::task::JoinHandle<()>, leases: &lease::Leases) -> Result<(), Error> {
+    maintain.abort();
+    let res = leases.release_all().await;
+    eprintln!("baton relay {relay_id}: stopped, buckets released");
+    res
+}

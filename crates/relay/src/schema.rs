@@ -1,0 +1,105 @@
+//! The outbox schema: the SQL `baton relay init` runs (idempotent) and the
+//! names derived from the table name. Must never drop or rewrite an
+//! application's rows: everything is CREATE ... IF NOT EXISTS or CREATE OR REPLACE
+//! of the relay's own functions and triggers.
+
+use tokio_postgres::Client;
+
+/// The names of the outbox table and its companions.
+#[derive(Debug, Clone)]
+pub struct Names {
+    pub table: String,
+}
+
+impl Names {
+    pub fn new(table: &str) -> Result<Names, String> {
+        let ok = !table.is_empty()
+            && table.len() <= 48
+            && table.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            && !table.starts_with(|c: char| c.is_ascii_digit());
+        if !ok {
+            return Err(format!("table name {table:?}: lowercase letters, digits and _ only (at most 48)"));
+        }
+        Ok(Names { table: table.to_string() })
+    }
+    pub fn config(&self) -> String {
+        format!("{}_config", self.table)
+    }
+    /// The LISTEN/NOTIFY channel: the table's own name.
+    pub fn channel(&self) -> &str {
+        &self.table
+    }
+}
+
+/// The init script for `buckets` buckets (the count is kept by the first init only).
+pub fn init_sql(n: &Names, buckets: u32) -> String {
+    let t = &n.table;
+    let c = n.config();
+    format!(
+        r#"
+CREATE TABLE IF NOT EXISTS {c} (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    buckets int NOT NULL CHECK (buckets > 0)
+);
+INSERT INTO {c} (one, buckets) VALUES (true, {buckets}) ON CONFLICT (one) DO NOTHING;
+CREATE TABLE IF NOT EXISTS {t} (
+    id bigserial PRIMARY KEY,
+    aggregate_type text NOT NULL,
+    aggregate_id text NOT NULL,
+    event_type text NOT NULL,
+    payload jsonb,
+    payload_bytes bytea,
+    headers jsonb,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    bucket int NOT NULL,
+    status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'parked')),
+    attempts int NOT NULL DEFAULT 0,
+    next_attempt_at timestamptz,
+    last_error text,
+    delivered_at timestamptz
+);
+CREATE INDEX IF NOT EXISTS {t}_undelivered ON {t} (bucket, id) WHERE status <> 'delivered';
+CREATE OR REPLACE FUNCTION {t}_bucket() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE b int;
+BEGIN
+    SELECT buckets INTO b FROM {c};
+    NEW.bucket := ((hashtext(NEW.aggregate_type || ':' || NEW.aggregate_id)::bigint % b) + b) % b;
+    RETURN NEW;
+END
+$fn$;
+CREATE OR REPLACE FUNCTION {t}_notify() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM pg_notify('{t}', '');
+    RETURN NULL;
+END
+$fn$;
+DROP TRIGGER IF EXISTS {t}_bucket ON {t};
+CREATE TRIGGER {t}_bucket BEFORE INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION {t}_bucket();
+DROP TRIGGER IF EXISTS {t}_notify ON {t};
+CREATE TRIGGER {t}_notify AFTER INSERT ON {t} FOR EACH STATEMENT EXECUTE FUNCTION {t}_notify();
+"#
+    )
+}
+
+/// Run the init script in one transaction (concurrent inits serialize on an advisory lock).
+pub async fn init(pg: &mut Client, n: &Names, buckets: u32) -> Result<(), tokio_postgres::Error> {
+    let tx = pg.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&n.table]).await?;
+    tx.batch_execute(&init_sql(n, buckets)).await?;
+    tx.commit().await
+}
+
+/// The bucket count the table was initialized with.
+pub async fn buckets(pg: &Client, n: &Names) -> Result<u32, tokio_postgres::Error> {
+    let row = pg.query_one(&format!("SELECT buckets FROM {}", n.config()), &[]).await?;
+    Ok(row.get::<_, i32>(0) as u32)
+}
+
+/// The snapshot-horizon predicate (see docs/relay.md, "Order and gaps"): true when
+/// the transaction that wrote the row version is older than every transaction
+/// still running. `xmin` is a 32-bit xid, the horizon a 64-bit xid8: compare the
+/// low 32 bits modulo 2^32 (PostgreSQL's own TransactionIdPrecedes), with the
+/// permanent xids (< 3: frozen, bootstrap) always older.
+pub const SETTLED: &str = "(xmin::text::bigint < 3 OR \
+    ((xmin::text::bigint - (pg_snapshot_xmin(pg_current_snapshot())::text::numeric % 4294967296)::bigint \
+      + 4294967296) % 4294967296) >= 2147483648)";

@@ -1,0 +1,495 @@
+//! `baton relay` (issue 17) against a real PostgreSQL (scripts/peers/postgres.sh),
+//! a real `baton serve` and the relay as child processes: order per aggregate,
+//! zero duplicates across kill -9 and a paused relay (fencing), poison events
+//! parked without blocking other aggregates, and the open-transaction gap rule.
+
+mod common;
+use common::{free_port, Server};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BUCKETS: &str = "64";
+
+/// A private PostgreSQL in a temp dir the `postgres` user can reach, stopped on drop.
+struct Pg {
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl Pg {
+    fn start() -> Pg {
+        let dir = tempfile::Builder::new().prefix("baton-relay-pg").tempdir_in("/tmp").expect("temp dir");
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let port = free_port();
+        let pg = Pg { dir, port };
+        let st = pg.script("start");
+        assert!(st.status.success(), "postgres.sh start: {}", String::from_utf8_lossy(&st.stderr));
+        pg
+    }
+
+    fn script(&self, cmd: &str) -> std::process::Output {
+        Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/peers/postgres.sh"))
+            .arg(cmd)
+            .env("PEERS_DIR", self.dir.path())
+            .env("POSTGRES_PORT", self.port.to_string())
+            .output()
+            .expect("run postgres.sh")
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    async fn client(&self) -> tokio_postgres::Client {
+        let (c, conn) = tokio_postgres::connect(&self.url(), tokio_postgres::NoTls).await.expect("connect to postgres");
+        tokio::spawn(conn);
+        c
+    }
+}
+
+impl Drop for Pg {
+    fn drop(&mut self) {
+        let _ = self.script("stop");
+    }
+}
+
+/// A `baton relay run` child, killed on drop.
+struct Relay {
+    child: Option<Child>,
+    metrics: u16,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Relay {
+    fn start(pg: &Pg, baton: &Server, id: &str, extra: &[&str]) -> Relay {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("relay.log");
+        let metrics = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_baton"))
+            .args(["relay", "run", "--pg", &pg.url(), "--to", &baton.url(""), "--relay-id", id])
+            .args(["--buckets", BUCKETS, "--poll-ms", "100"])
+            .args(["--metrics-addr", &format!("127.0.0.1:{metrics}")])
+            .args(if extra.contains(&"--lease-secs") { &[][..] } else { &["--lease-secs", "2"][..] })
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("spawn baton relay run");
+        Relay { child: Some(child), metrics, log, _dir: dir }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.as_ref().expect("running").id() as i32
+    }
+
+    fn signal(&self, sig: i32) {
+        unsafe { libc::kill(self.pid(), sig) };
+    }
+
+    fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Wait until this relay holds `n` buckets.
+    async fn wait_buckets(&self, n: u32) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while self.metric("baton_relay_buckets_owned").await != n as f64 {
+            assert!(Instant::now() < deadline, "relay never held {n} buckets; log:\n{}", self.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    async fn metric(&self, name: &str) -> f64 {
+        // The relay may still be starting (init, connections) when first asked.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let t = loop {
+            match reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics)).await {
+                Ok(r) => break r.text().await.unwrap(),
+                Err(e) if Instant::now() > deadline => panic!("relay metrics: {e}; log:\n{}", self.log()),
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        };
+        t.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(' ')).map(|v| v.parse().unwrap()))
+            .unwrap_or_else(|| panic!("no {name} in {t}"))
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        if let Some(c) = &self.child {
+            unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
+        }
+        self.kill9();
+    }
+}
+
+fn relay_cli(pg: &Pg, args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["relay"])
+        .args(args)
+        .args(["--pg", &pg.url()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "baton relay {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn init(pg: &Pg) {
+    let out = relay_cli(pg, &["init", "--buckets", BUCKETS]);
+    assert!(out.contains("\"buckets\":64"), "{out}");
+}
+
+/// Insert `n` events of one aggregate, each in its own transaction under the aggregate's lock.
+async fn insert(c: &tokio_postgres::Client, agg: &str, n: usize, pause: Duration) {
+    for i in 0..n {
+        c.batch_execute("BEGIN").await.unwrap();
+        c.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&agg]).await.unwrap();
+        c.execute(
+            "INSERT INTO baton_outbox (aggregate_type, aggregate_id, event_type, payload) \
+             VALUES ('order', $1, 'step', jsonb_build_object('i', $2::int))",
+            &[&agg, &(i as i32)],
+        )
+        .await
+        .unwrap();
+        c.batch_execute("COMMIT").await.unwrap();
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
+    }
+}
+
+/// `aggs` aggregates × `n` events, each aggregate from its own connection, all at once.
+async fn insert_all(pg: &Pg, aggs: usize, n: usize, pause: Duration) {
+    let mut tasks = Vec::new();
+    for a in 0..aggs {
+        let c = pg.client().await;
+        tasks.push(tokio::spawn(async move { insert(&c, &format!("agg-{a}"), n, pause).await }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+async fn wait_delivered(pg: &tokio_postgres::Client, expect: i64, within: Duration, logs: &dyn Fn() -> String) {
+    let deadline = Instant::now() + within;
+    loop {
+        let r = pg
+            .query_one("SELECT count(*) FILTER (WHERE status = 'delivered'), count(*) FROM baton_outbox", &[])
+            .await
+            .unwrap();
+        let (d, all): (i64, i64) = (r.get(0), r.get(1));
+        if d == expect && all == expect {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{d} of {all} delivered (expected {expect}); relay logs:\n{}", logs());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Every aggregate's partition in Baton holds exactly its outbox ids, in id order, once each.
+async fn check_exactly_once_in_order(pg: &tokio_postgres::Client, baton: &Server) {
+    let c = baton_client::Client::new(&baton.url(""), 1).unwrap();
+    let rows = pg.query("SELECT aggregate_id, id FROM baton_outbox ORDER BY id", &[]).await.unwrap();
+    let mut want: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in rows {
+        want.entry(r.get(0)).or_default().push(format!("outbox-{}", r.get::<_, i64>(1)));
+    }
+    for (agg, ids) in &want {
+        let got: Vec<String> = c
+            .fetch_all("outbox-order", agg, 0)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.transaction_id.unwrap_or_default())
+            .collect();
+        assert_eq!(&got, ids, "partition {agg}: Baton holds (left) vs the outbox (right)");
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+#[test]
+fn delivers_in_order_per_aggregate() {
+    let pg = Pg::start();
+    init(&pg);
+    let baton = Server::start();
+    let relay = Relay::start(&pg, &baton, "r1", &[]);
+    rt().block_on(async {
+        insert_all(&pg, 20, 50, Duration::ZERO).await;
+        let c = pg.client().await;
+        wait_delivered(&c, 1000, Duration::from_secs(40), &|| relay.log()).await;
+        check_exactly_once_in_order(&c, &baton).await;
+        assert_eq!(relay.metric("baton_relay_delivered_total").await, 1000.0);
+        // The gauges are refreshed every second.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while relay.metric("baton_relay_backlog").await != 0.0 {
+            assert!(Instant::now() < deadline, "backlog gauge never reached 0");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let st: Value = serde_json::from_str(relay_cli(&pg, &["status", "--to", &baton.url("")]).trim()).unwrap();
+        assert_eq!(
+            (st["pending"].as_i64(), st["delivered"].as_i64(), st["parked"].as_i64()),
+            (Some(0), Some(1000), Some(0))
+        );
+        let holders = st["bucketHolders"].as_object().expect("bucketHolders");
+        assert_eq!(holders.len(), 64, "{st}");
+        assert!(holders.values().all(|o| o == "r1"), "{st}");
+        // A relay that died after Baton took a batch but before marking it re-sends it:
+        // Baton answers duplicate, nothing is stored twice, the rows end delivered.
+        let n = c
+            .execute("UPDATE baton_outbox SET status = 'pending', delivered_at = NULL WHERE id % 7 = 0", &[])
+            .await
+            .unwrap();
+        assert!(n > 100);
+        wait_delivered(&c, 1000, Duration::from_secs(20), &|| relay.log()).await;
+        check_exactly_once_in_order(&c, &baton).await;
+        assert_eq!(relay.metric("baton_relay_duplicates_total").await, n as f64);
+        // A lone relay is never fenced: renewals never change a token under its pushes.
+        assert_eq!(relay.metric("baton_relay_fenced_total").await, 0.0);
+    });
+}
+
+#[test]
+fn failover_kill9_no_duplicates() {
+    let pg = Pg::start();
+    init(&pg);
+    let baton = Server::start();
+    let mut a = Relay::start(&pg, &baton, "ra", &[]);
+    let b = Relay::start(&pg, &baton, "rb", &[]);
+    rt().block_on(async {
+        let inserting = {
+            let url = pg.url();
+            tokio::spawn(async move {
+                let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(conn);
+                for round in 0..30 {
+                    for a in 0..20 {
+                        insert(&c, &format!("agg-{a}"), 1, Duration::ZERO).await;
+                    }
+                    if round % 3 == 0 {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            })
+        };
+        // Both relays hold buckets before one dies.
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while a.metric("baton_relay_buckets_owned").await == 0.0 || b.metric("baton_relay_buckets_owned").await == 0.0 {
+            assert!(Instant::now() < deadline, "buckets never spread:\n{}\n{}", a.log(), b.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(a.metric("baton_relay_delivered_total").await > 0.0, "ra delivered nothing before its death");
+        a.kill9();
+        let killed = Instant::now();
+        // The survivor takes every bucket once the dead relay's 2 s leases expire.
+        while b.metric("baton_relay_buckets_owned").await < 64.0 {
+            assert!(killed.elapsed() < Duration::from_secs(4), "rb did not take over within the lease:\n{}", b.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        inserting.await.unwrap();
+        let c = pg.client().await;
+        wait_delivered(&c, 600, Duration::from_secs(30), &|| b.log()).await;
+        check_exactly_once_in_order(&c, &baton).await;
+        assert_eq!(b.metric("baton_relay_buckets_owned").await, 64.0, "the survivor holds every bucket");
+    });
+}
+
+#[test]
+fn paused_relay_is_fenced() {
+    let pg = Pg::start();
+    init(&pg);
+    let baton = Server::start();
+    let a = Relay::start(&pg, &baton, "ra", &[]);
+    let b = Relay::start(&pg, &baton, "rb", &[]);
+    rt().block_on(async {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let inserting = {
+            let (url, stop) = (pg.url(), stop.clone());
+            tokio::spawn(async move {
+                let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(conn);
+                let mut n = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    insert(&c, &format!("agg-{}", n % 20), 1, Duration::from_millis(2)).await;
+                    n += 1;
+                }
+                n
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while a.metric("baton_relay_buckets_owned").await == 0.0 || b.metric("baton_relay_buckets_owned").await == 0.0 {
+            assert!(Instant::now() < deadline, "buckets never spread:\n{}\n{}", a.log(), b.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // Pause ra past its 2 s lease while events keep coming; rb takes its buckets;
+        // ra resumes in the middle of a round and its next guarded push must be refused.
+        let mut fenced = 0.0;
+        for _ in 0..4 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            a.signal(libc::SIGSTOP);
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while b.metric("baton_relay_buckets_owned").await < 64.0 {
+                assert!(Instant::now() < deadline, "rb never took ra's buckets:\n{}", b.log());
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            a.signal(libc::SIGCONT);
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            fenced = a.metric("baton_relay_fenced_total").await;
+            if fenced > 0.0 {
+                break;
+            }
+        }
+        assert!(fenced > 0.0, "ra was never refused by its lease guard:\n{}", a.log());
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let n = inserting.await.unwrap();
+        let c = pg.client().await;
+        wait_delivered(&c, n as i64, Duration::from_secs(30), &|| format!("{}\n{}", a.log(), b.log())).await;
+        check_exactly_once_in_order(&c, &baton).await;
+    });
+}
+
+#[test]
+fn poison_parks_only_its_aggregate() {
+    let pg = Pg::start();
+    init(&pg);
+    let baton = Server::start_with(&["--max-payload-bytes", "2048"]);
+    let relay = Relay::start(&pg, &baton, "r1", &["--max-attempts", "3", "--backoff-ms", "50"]);
+    rt().block_on(async {
+        let c = pg.client().await;
+        let big = "x".repeat(8000);
+        c.execute(
+            "INSERT INTO baton_outbox (aggregate_type, aggregate_id, event_type, payload) VALUES \
+             ('order', 'bad', 'huge', jsonb_build_object('blob', $1::text))",
+            &[&big],
+        )
+        .await
+        .unwrap();
+        insert(&c, "bad", 1, Duration::ZERO).await;
+        insert_all(&pg, 5, 10, Duration::ZERO).await;
+        // The five good aggregates are delivered; the poison event is parked, its follower waits.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let r = c
+                .query_one(
+                    "SELECT count(*) FILTER (WHERE status = 'delivered' AND aggregate_id <> 'bad'), \
+                     count(*) FILTER (WHERE status = 'parked' AND id = 1), count(*) FILTER (WHERE id = 2 AND status = 'pending') \
+                     FROM baton_outbox",
+                    &[],
+                )
+                .await
+                .unwrap();
+            if (r.get::<_, i64>(0), r.get::<_, i64>(1), r.get::<_, i64>(2)) == (50, 1, 1) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "not parked/delivered as expected; log:\n{}", relay.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let row = c.query_one("SELECT attempts, last_error FROM baton_outbox WHERE id = 1", &[]).await.unwrap();
+        assert_eq!(row.get::<_, i32>(0), 3);
+        assert!(row.get::<_, String>(1).contains("413"), "{}", row.get::<_, String>(1));
+        assert_eq!(relay.metric("baton_relay_parked_total").await, 1.0);
+        let parked = relay_cli(&pg, &["parked"]);
+        let lines: Vec<Value> = parked.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 1, "{parked}");
+        assert_eq!(lines[0]["id"], 1);
+        // Nothing of the bad aggregate reached its queue; the parked note did.
+        let bc = baton_client::Client::new(&baton.url(""), 1).unwrap();
+        assert!(bc.fetch_all("outbox-order", "bad", 0).await.unwrap().is_empty());
+        let note = bc.fetch_all("outbox-parked", "bad", 0).await.unwrap();
+        assert_eq!(note.len(), 1);
+        assert_eq!(note[0].payload["id"], 1);
+        // The operator fixes the event and releases it: both go, in order.
+        c.execute("UPDATE baton_outbox SET payload = '{\"blob\": \"small\"}' WHERE id = 1", &[]).await.unwrap();
+        let out = relay_cli(&pg, &["release", "--id", "1"]);
+        assert!(out.contains("\"released\":1"), "{out}");
+        wait_delivered(&c, 52, Duration::from_secs(20), &|| relay.log()).await;
+        check_exactly_once_in_order(&c, &baton).await;
+        assert!(relay_cli(&pg, &["parked"]).trim().is_empty());
+    });
+}
+
+#[test]
+fn open_transaction_gap_holds_back_later_ids() {
+    let pg = Pg::start();
+    init(&pg);
+    let baton = Server::start();
+    let relay = Relay::start(&pg, &baton, "r1", &[]);
+    rt().block_on(async {
+        relay.wait_buckets(64).await;
+        let first = pg.client().await;
+        let later = pg.client().await;
+        first.batch_execute("BEGIN").await.unwrap();
+        let id1: i64 = first
+            .query_one(
+                "INSERT INTO baton_outbox (aggregate_type, aggregate_id, event_type) VALUES ('order', 'g', 'first') RETURNING id",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        let id2: i64 = later
+            .query_one(
+                "INSERT INTO baton_outbox (aggregate_type, aggregate_id, event_type) VALUES ('order', 'g', 'second') RETURNING id",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert!(id1 < id2);
+        // id2 is committed and visible, but a transaction that holds a smaller id is open.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let st: String = later.query_one("SELECT status FROM baton_outbox WHERE id = $1", &[&id2]).await.unwrap().get(0);
+        assert_eq!(st, "pending", "delivered past an open transaction's gap");
+        let bc = baton_client::Client::new(&baton.url(""), 1).unwrap();
+        assert!(bc.fetch_all("outbox-order", "g", 0).await.unwrap().is_empty());
+        first.batch_execute("COMMIT").await.unwrap();
+        wait_delivered(&later, 2, Duration::from_secs(10), &|| relay.log()).await;
+        check_exactly_once_in_order(&later, &baton).await;
+    });
+}
+
+#[test]
+fn sigterm_hands_buckets_over_at_once() {
+    let pg = Pg::start();
+    init(&pg);
+    let baton = Server::start();
+    // A 9 s lease: waiting for expiry would take up to 9 s, a release is seen at the next 3 s tick.
+    let mut a = Relay::start(&pg, &baton, "ra", &["--lease-secs", "9"]);
+    let b = Relay::start(&pg, &baton, "rb", &["--lease-secs", "9"]);
+    rt().block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while a.metric("baton_relay_buckets_owned").await == 0.0 || b.metric("baton_relay_buckets_owned").await == 0.0 {
+            assert!(Instant::now() < deadline, "buckets never spread:\n{}\n{}", a.log(), b.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        insert_all(&pg, 10, 10, Duration::ZERO).await;
+        a.signal(libc::SIGTERM);
+        let stopped = Instant::now();
+        let status = a.child.as_mut().unwrap().wait().unwrap();
+        assert!(status.success(), "ra exited {status:?}:\n{}", a.log());
+        a.child = None;
+        while b.metric("baton_relay_buckets_owned").await < 64.0 {
+            assert!(stopped.elapsed() < Duration::from_millis(4500), "rb waited for expiry:\n{}", b.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let c = pg.client().await;
+        wait_delivered(&c, 100, Duration::from_secs(20), &|| b.log()).await;
+        check_exactly_once_in_order(&c, &baton).await;
+    });
+}
