@@ -73,9 +73,14 @@ async fn one_locks_call_reads_a_bounded_number_of_permits() {
         (0..64).map(|i| json!({"op": "acquire", "name": format!("s{i}"), "ttlSeconds": 30, "limit": 1024})).collect();
     let (st, v) = locks(&api, json!(many)).await;
     assert_eq!((st, v["code"].as_str()), (400, Some("too_many_permits")), "{v}");
-    let gets: Vec<Value> = (0..5).map(|i| json!({"op": "get", "name": format!("s{i}")})).collect();
-    let (st, v) = locks(&api, json!(gets)).await;
+    let big: Vec<Value> =
+        (0..22).map(|i| json!({"op": "acquire", "name": format!("s{i}"), "ttlSeconds": 30, "limit": 1024})).collect();
+    let (st, v) = locks(&api, json!(big)).await;
     assert_eq!((st, v["code"].as_str()), (400, Some("too_many_permits")), "{v}");
+    // A full call of gets (a relay's look at its buckets) fits.
+    let gets: Vec<Value> = (0..64).map(|i| json!({"op": "get", "name": format!("s{i}")})).collect();
+    let (st, v) = locks(&api, json!(gets)).await;
+    assert_eq!((st, v["results"].as_array().map(Vec::len)), (200, Some(64)), "{v}");
     // Nothing was acquired by the refused call.
     let (_, v) = locks(&api, json!([{"op": "get", "name": "s0"}])).await;
     assert_eq!(v["results"][0]["held"], false, "{v}");

@@ -34,10 +34,12 @@ pub const MAX_LIMIT: u32 = 1024;
 /// [`MAX_LIMIT`] rows.
 pub const MAX_OPS: usize = 64;
 /// Most permit rows one call may ask the planner to read, counting each operation at its
-/// most (an acquire: its `limit`; a get or a renew, which may list the holders: [`MAX_LIMIT`];
-/// a release: one), 400 `too_many_permits` past it. Without it one call of 64 acquires of
-/// 1,024-slot semaphores read ~200,000 rows on the planner while pushes waited.
-pub const MAX_PERMIT_READS: u64 = 4 * MAX_LIMIT as u64;
+/// most (an acquire: its `limit` for each of its tries; a get or a renew, which may list
+/// the holders: [`MAX_LIMIT`]; a release: one), 400 `too_many_permits` past it: a full call
+/// of gets or renews (what a relay sends for its buckets) fits, and one call of 64 acquires
+/// of 1,024-slot semaphores (~200,000 rows) does not. Each read is its own planner step
+/// of at most [`MAX_LIMIT`] rows, so this bounds a call's work, not a step's.
+pub const MAX_PERMIT_READS: u64 = MAX_OPS as u64 * MAX_LIMIT as u64;
 /// Most attempts of one acquire that found a free slot taken by a racing acquire.
 const ACQUIRE_TRIES: usize = 3;
 
@@ -70,7 +72,7 @@ impl LockOp {
     /// The most permit rows this operation reads (see [`MAX_PERMIT_READS`]).
     fn reads(&self) -> u64 {
         match self {
-            LockOp::Acquire { limit, .. } => u64::from(*limit),
+            LockOp::Acquire { limit, .. } => u64::from(*limit) * ACQUIRE_TRIES as u64,
             LockOp::Renew { .. } | LockOp::Get { .. } => u64::from(MAX_LIMIT),
             LockOp::Release { .. } => 1,
         }
