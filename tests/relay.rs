@@ -369,7 +369,9 @@ fn poison_parks_only_its_aggregate() {
     let pg = Pg::start();
     init(&pg);
     let baton = Server::start_with(&["--max-payload-bytes", "2048"]);
-    let relay = Relay::start(&pg, &baton, "r1", &["--max-attempts", "3", "--backoff-ms", "50"]);
+    // A batch of 5 while the poison aggregate has 8 events waiting behind its poison event:
+    // the waiting ones must not fill every batch and starve the other aggregates.
+    let relay = Relay::start(&pg, &baton, "r1", &["--max-attempts", "3", "--backoff-ms", "50", "--batch", "5"]);
     rt().block_on(async {
         let c = pg.client().await;
         let big = "x".repeat(8000);
@@ -380,21 +382,21 @@ fn poison_parks_only_its_aggregate() {
         )
         .await
         .unwrap();
-        insert(&c, "bad", 1, Duration::ZERO).await;
+        insert(&c, "bad", 8, Duration::ZERO).await;
         insert_all(&pg, 5, 10, Duration::ZERO).await;
-        // The five good aggregates are delivered; the poison event is parked, its follower waits.
+        // The five good aggregates are delivered; the poison event is parked, its followers wait.
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let r = c
                 .query_one(
                     "SELECT count(*) FILTER (WHERE status = 'delivered' AND aggregate_id <> 'bad'), \
-                     count(*) FILTER (WHERE status = 'parked' AND id = 1), count(*) FILTER (WHERE id = 2 AND status = 'pending') \
+                     count(*) FILTER (WHERE status = 'parked' AND id = 1), count(*) FILTER (WHERE id BETWEEN 2 AND 9 AND status = 'pending') \
                      FROM baton_outbox",
                     &[],
                 )
                 .await
                 .unwrap();
-            if (r.get::<_, i64>(0), r.get::<_, i64>(1), r.get::<_, i64>(2)) == (50, 1, 1) {
+            if (r.get::<_, i64>(0), r.get::<_, i64>(1), r.get::<_, i64>(2)) == (50, 1, 8) {
                 break;
             }
             assert!(Instant::now() < deadline, "not parked/delivered as expected; log:\n{}", relay.log());
@@ -418,7 +420,7 @@ fn poison_parks_only_its_aggregate() {
         c.execute("UPDATE baton_outbox SET payload = '{\"blob\": \"small\"}' WHERE id = 1", &[]).await.unwrap();
         let out = relay_cli(&pg, &["release", "--id", "1"]);
         assert!(out.contains("\"released\":1"), "{out}");
-        wait_delivered(&c, 52, Duration::from_secs(20), &|| relay.log()).await;
+        wait_delivered(&c, 59, Duration::from_secs(20), &|| relay.log()).await;
         check_exactly_once_in_order(&c, &baton).await;
         assert!(relay_cli(&pg, &["parked"]).trim().is_empty());
     });

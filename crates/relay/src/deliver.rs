@@ -104,6 +104,9 @@ impl Deliverer {
                 &[&owned],
             )
             .await?;
+        // The events behind a parked or backing-off one are left out by the query itself, so
+        // an aggregate that waits with more events than a batch cannot fill every batch and
+        // starve the others (tests/relay.rs::poison_parks_only_its_aggregate).
         let mut blocked: HashSet<(String, String)> = parked.iter().map(|r| (r.get(0), r.get(1))).collect();
         let rows = self
             .pg
@@ -111,7 +114,11 @@ impl Deliverer {
                 &format!(
                     "SELECT id, aggregate_type, aggregate_id, event_type, payload::text, payload_bytes, headers::text, \
                      created_at::text, bucket, COALESCE(next_attempt_at > now(), false), {SETTLED} \
-                     FROM {t} WHERE bucket = ANY($1) AND status = 'pending' ORDER BY id LIMIT $2"
+                     FROM {t} o WHERE bucket = ANY($1) AND status = 'pending' \
+                     AND NOT EXISTS (SELECT 1 FROM {t} b WHERE b.aggregate_type = o.aggregate_type \
+                       AND b.aggregate_id = o.aggregate_id AND b.id < o.id AND b.status <> 'delivered' \
+                       AND (b.status = 'parked' OR b.next_attempt_at > now())) \
+                     ORDER BY id LIMIT $2"
                 ),
                 &[&owned, &self.args.batch.max(1)],
             )

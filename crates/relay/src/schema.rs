@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS {t} (
     delivered_at timestamptz
 );
 CREATE INDEX IF NOT EXISTS {t}_undelivered ON {t} (bucket, id) WHERE status <> 'delivered';
+CREATE INDEX IF NOT EXISTS {t}_aggregate ON {t} (aggregate_type, aggregate_id, id) WHERE status <> 'delivered';
 CREATE OR REPLACE FUNCTION {t}_bucket() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE b int;
 BEGIN
