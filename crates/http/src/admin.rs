@@ -199,8 +199,13 @@ async fn one_queue_as(app: &App, name: &str, group: Option<String>) -> Result<ba
         .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "queue_not_found", format!("queue {name} does not exist")))
 }
 
+/// One queue, as the list shows it (with its namespace and task).
 pub async fn queue(State(app): State<App>, Path(name): Path<String>) -> Result<Response, ApiError> {
-    Ok(Json(queue_json(&one_queue(&app, &name).await?)).into_response())
+    let mut v = queue_json(&one_queue(&app, &name).await?);
+    let t = crate::namespaces::tags_of(&app, &name).await?;
+    v["namespace"] = json!(t.namespace);
+    v["task"] = json!(t.task);
+    Ok(Json(v).into_response())
 }
 
 #[derive(serde::Deserialize)]

@@ -75,6 +75,16 @@ pub async fn forget(app: &App, queue: &str) -> Result<(), ApiError> {
     kv(app, KvOp::Delete { ns: NS.into(), key: queue.into(), expect: None, required: false }).await.map(|_| ())
 }
 
+/// One queue's tags (none for an untagged queue).
+pub async fn tags_of(app: &App, queue: &str) -> Result<Tags, ApiError> {
+    Ok(match kv(app, KvOp::Get { ns: NS.into(), key: queue.into() }).await? {
+        Some(KvResult::Found(Some(row))) => {
+            row.value.as_deref().and_then(|v| serde_json::from_str(v).ok()).unwrap_or_default()
+        }
+        _ => Tags::default(),
+    })
+}
+
 /// Every tagged queue (at most [`MAX_TAGGED`]) with its tags, in name order, and whether
 /// there were more.
 pub async fn tagged(app: &App) -> Result<(Vec<(String, Tags)>, bool), ApiError> {
