@@ -162,7 +162,11 @@ async fn ephemeral_queues_stay_out_of_the_log_and_within_their_bounds() {
     assert_eq!((st, v["pushed"].as_u64(), &v["durable"]), (200, Some(100), &json!(false)), "{v}");
     let (st, v) = api.get("/api/v1/ephemeral/pop?queue=e1&batch=100&group=g").await;
     assert_eq!((st, v["messages"].as_array().map(Vec::len)), (200, Some(100)), "{v}");
-    assert_eq!(api.metric("baton_wal_bytes_total").await, wal, "an ephemeral message reached the log");
+    // 100 payloads of 1,000 bytes: in the log they would be over 100,000 bytes. What the log
+    // may take meanwhile is the node's own small entries (a KV read of the queue's declared
+    // options, time passing), tens of bytes.
+    let grew = api.metric("baton_wal_bytes_total").await - wal;
+    assert!(grew < 4096.0, "an ephemeral message reached the log: the WAL grew by {grew} bytes");
     assert_eq!(api.metric("baton_ephemeral_messages").await, 100.0);
 
     // The process budget (1 MiB) refuses a push that would pass it, whole; the queue count
@@ -194,7 +198,8 @@ async fn ephemeral_queues_stay_out_of_the_log_and_within_their_bounds() {
         .await;
     assert_eq!((st, v["results"][0]["outcome"].as_str()), (200, Some("stale")), "{v}");
     assert_eq!(api.metric("baton_ephemeral_messages").await, 100.0);
-    assert_eq!(api.metric("baton_wal_bytes_total").await, wal);
+    let grew = api.metric("baton_wal_bytes_total").await - wal;
+    assert!(grew < 4096.0, "the WAL grew by {grew} bytes");
 }
 
 #[tokio::test]
