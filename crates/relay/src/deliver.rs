@@ -148,6 +148,9 @@ impl Deliverer {
                 "transactionId": format!("outbox-{id}"), "payload": payload});
             by_bucket.entry(r.get(8)).or_default().push(Event { id, agg, item });
         }
+        if self.args.test_round_hold_ms > 0 && !by_bucket.is_empty() {
+            tokio::time::sleep(Duration::from_millis(self.args.test_round_hold_ms)).await;
+        }
         let mut settled = 0;
         for (b, events) in by_bucket {
             let Some(h) = st.get(&(b as u32)) else { continue };

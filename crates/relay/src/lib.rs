@@ -90,6 +90,11 @@ pub struct RunArgs {
     /// Where /metrics is served.
     #[arg(long, env = "BATON_RELAY_METRICS_ADDR", default_value = "127.0.0.1:6640")]
     pub metrics_addr: String,
+    /// Test-only fault injection: wait this long inside each round, between reading the
+    /// events and pushing them with the round's guards, so a test can stop the relay while
+    /// it holds a guard that will go stale (tests/relay.rs::paused_relay_is_fenced). 0: never.
+    #[arg(long, env = "BATON_RELAY_TEST_ROUND_HOLD_MS", default_value_t = 0, hide = true)]
+    pub test_round_hold_ms: u64,
 }
 
 #[derive(Args, Debug)]
