@@ -31,10 +31,12 @@ use std::sync::Arc;
 
 /// The KV namespace of declared ephemeral queues' options.
 pub const NS: &str = "queen-ephemeral";
-/// Partitions of one ephemeral queue (429 `too_many_partitions` past it).
-pub const MAX_PARTITIONS: usize = 10_000;
+/// Partitions of one ephemeral queue (429 `too_many_partitions` past it). With
+/// [`MAX_GROUPS`] it bounds a ring's cursors (one per group and partition) to 65,536: a
+/// pop's expiry pass and a depth view walk them, under the ring's lock.
+pub const MAX_PARTITIONS: usize = 1_024;
 /// Consumer groups of one ephemeral queue (429 `too_many_groups` past it).
-pub const MAX_GROUPS: usize = 1_000;
+pub const MAX_GROUPS: usize = 64;
 /// Most messages one pop hands out.
 pub const MAX_BATCH: usize = 10_000;
 /// Default of `--ephemeral-max-queues`.

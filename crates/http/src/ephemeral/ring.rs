@@ -177,7 +177,7 @@ impl Ring {
                     self.dropped += 1;
                 }
             }
-            self.forget_below();
+            self.forget_below(None);
         }
         let p = self.parts.entry(partition.to_string()).or_default();
         for payload in payloads {
@@ -231,7 +231,10 @@ impl Ring {
                 break;
             }
         }
-        self.forget_below();
+        let touched: std::collections::BTreeSet<String> = out.iter().map(|d| d.partition.clone()).collect();
+        for name in &touched {
+            self.forget_below(Some(name));
+        }
         out
     }
 
@@ -251,7 +254,7 @@ impl Ring {
             c.redo.insert(seq, attempts + 1);
             Outcome::Redelivered
         };
-        self.forget_below();
+        self.forget_below(Some(partition));
         out
     }
 
@@ -284,8 +287,10 @@ impl Ring {
     /// Drops the messages every group has settled, and cursor state about messages that are
     /// gone. A partition nobody has read keeps its messages (within the bounds) for the
     /// first group to come.
-    fn forget_below(&mut self) {
-        for (name, p) in self.parts.iter_mut() {
+    /// `only`: the one partition a pop or an ack touched (each pass costs its groups, not
+    /// every partition's).
+    fn forget_below(&mut self, only: Option<&str>) {
+        for (name, p) in self.parts.iter_mut().filter(|(n, _)| only.is_none_or(|o| o == n.as_str())) {
             let low = self
                 .groups
                 .iter()
@@ -304,7 +309,7 @@ impl Ring {
                 }
             }
         }
-        for ((_, name), c) in self.cursors.iter_mut() {
+        for ((_, name), c) in self.cursors.iter_mut().filter(|((_, n), _)| only.is_none_or(|o| o == n.as_str())) {
             let base = self.parts.get(name).map_or(u64::MAX, |p| p.base);
             c.leased.retain(|s, _| *s >= base);
             c.redo.retain(|s, _| *s >= base);
