@@ -443,6 +443,19 @@ async fn null_payload_is_a_payload() {
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["messages"][0]["data"], Value::Null, "{v}");
     assert!(v["messages"][0].as_object().unwrap().contains_key("data"), "{v}");
+
+    // `data` is another name for the one payload field: alone it is the payload; next to
+    // `payload` the item is ambiguous and the whole request is refused, nothing stored.
+    let (st, v) = api.post("/api/v1/push", json!({"items": [{"queue": "dat", "data": {"n": 1}}]})).await;
+    assert_eq!((st, v[0]["status"].as_str()), (201, Some("queued")), "{v}");
+    let both = json!({"items": [{"queue": "dat", "payload": 1}, {"queue": "dat", "payload": 2, "data": 3}]});
+    let (st, v) = api.post("/api/v1/push", both).await;
+    assert_eq!(st, 400, "{v}");
+    assert!(v["error"].as_str().unwrap_or_default().contains("duplicate field `payload`"), "{v}");
+    let (st, v) = api.pop("dat", "batch=10").await;
+    assert_eq!(st, 200, "{v}");
+    let got: Vec<&Value> = v["messages"].as_array().unwrap().iter().map(|m| &m["data"]).collect();
+    assert_eq!(got, [&json!({"n": 1})], "only the data-only push was stored: {v}");
 }
 
 /// The Kafka topic route a follower asks the leader through: a partition count outside

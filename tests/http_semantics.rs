@@ -507,7 +507,10 @@ async fn resources_and_consumer_group_routes_answer_sensible_json() {
     assert_eq!(q["options"]["leaseTime"], 7, "{q}");
     assert_eq!(q["depth"], 3, "{q}");
     let one = api.ok("/api/v1/resources/queues/res").await;
-    assert_eq!(one, q, "the list and the single view agree");
+    for (k, v) in q.as_object().unwrap() {
+        assert_eq!(&one[k], v, "the list and the single view agree on {k}");
+    }
+    assert!(q.get("partitionList").is_none(), "the list carries counts, not partitions: {q}");
     let names: Vec<&str> =
         one["partitionList"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["p1", "p2"]);

@@ -140,14 +140,72 @@ async fn changed_since_examines_a_bounded_number_of_partitions() {
     assert!(pages >= 2, "5,001 partitions were examined in one page ({pages})");
 
     // A queue's view is put together from planner steps of at most 4,096 partitions: all
-    // 5,001 are there once, in creation order, with their depths.
+    // 5,001 are there once, in creation order, with their depths, a page at a time (one
+    // answer lists at most 10,000; a queue of 200,000 partitions was one 24 MB body).
     let (st, v) = api.get("/api/v1/resources/queues/wide").await;
     assert_eq!(st, 200, "{v}");
     let parts = v["partitionList"].as_array().expect("partitionList");
-    assert_eq!((parts.len(), v["partitions"].as_u64()), (5001, Some(5001)));
+    assert_eq!((parts.len(), v["partitions"].as_u64()), (1000, Some(5001)), "the first page is 1,000");
+    assert_eq!(v["partitionPage"], json!({"total": 5001, "limit": 1000, "offset": 0, "next": 1000}));
+    let (_, v) = api.get("/api/v1/resources/queues/wide?limit=10000").await;
+    let parts = v["partitionList"].as_array().expect("partitionList");
+    assert_eq!(parts.len(), 5001);
     assert_eq!((parts[0]["name"].as_str(), parts[5000]["name"].as_str()), (Some("p0"), Some("late")));
-    let (_, d) = api.get("/api/v1/resources/queues/wide/depth").await;
+    let (_, v) = api.get("/api/v1/status/queues/wide?offset=5000").await;
+    assert_eq!(v["partitionList"][0]["name"].as_str(), Some("late"), "{v}");
+    assert_eq!((v["partitionList"].as_array().map(Vec::len), &v["partitionPage"]["next"]), (Some(1), &Value::Null));
+    for path in ["/api/v1/resources/queues/wide", "/api/v1/status/queues", "/api/v1/resources/queues/wide/depth"] {
+        for bad in ["limit=10001", "limit=0", "limit=x"] {
+            let (st, v) = api.get(&format!("{path}?{bad}")).await;
+            assert_eq!(st, 400, "{path}?{bad}: {v}");
+        }
+    }
+    let (_, d) = api.get("/api/v1/resources/queues/wide/depth?limit=2&offset=4999").await;
     assert_eq!((d["pending"].as_u64(), d["partitionsPending"].as_u64()), (Some(5001), Some(5001)), "{d}");
+    assert_eq!(
+        d["partitions"].as_array().map(|p| p.iter().map(|p| p["partition"].clone()).collect::<Vec<_>>()),
+        Some(vec![json!("p4999"), json!("late")]),
+        "{d}"
+    );
+    // The list of queues carries counts, never the partitions.
+    let (_, l) = api.get("/api/v1/resources/queues").await;
+    assert_eq!((l["queues"][0]["partitions"].as_u64(), l["queues"][0].get("partitionList")), (Some(5001), None), "{l}");
+}
+
+#[tokio::test]
+async fn a_namespace_pop_over_many_queues_costs_a_few_planner_steps() {
+    // 1,500 tagged queues. A namespace pop used to read every tag row and then pop each
+    // queue in turn: 1,501 planner commands for one empty pop.
+    let api = Api::start();
+    const N: usize = 1500;
+    for i in 0..N {
+        let (st, v) = api.post("/api/v1/configure", json!({"queue": format!("nq{i}"), "namespace": "wide"})).await;
+        assert_eq!(st, 200, "{i}: {v}");
+    }
+    let before = api.metric("baton_planner_commands_total").await;
+    for _ in 0..10 {
+        let (st, v) = api.get("/api/v1/pop?namespace=wide&batch=1").await;
+        assert_eq!(st, 204, "{v}");
+    }
+    let spent = api.metric("baton_planner_commands_total").await - before;
+    // Each look is ceil(1,500 / 1,024) = 2 steps; the tags are read at most once a second.
+    assert!(spent <= 40.0, "10 empty namespace pops over {N} queues took {spent} planner commands");
+
+    // The last queue's message is found, and a long poll past the watched bound (the
+    // namespace has more than 1,024 queues) still sees a push that lands while it waits.
+    let (st, v) = api.post("/api/v1/push", json!({"items": [{"queue": format!("nq{}", N - 1), "payload": 1}]})).await;
+    assert_eq!(st, 201, "{v}");
+    let (st, v) = api.get("/api/v1/pop?namespace=wide&batch=1").await;
+    assert_eq!((st, v["messages"][0]["queue"].as_str()), (200, Some("nq1499")), "{v}");
+    let waiter = {
+        let (c, url) = (api.c.clone(), api.s.url("/api/v1/pop?namespace=wide&batch=1&wait=true&timeout=5000"));
+        tokio::spawn(async move { common::api::read(c.get(url).send().await.expect("GET")).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (st, v) = api.post("/api/v1/push", json!({"items": [{"queue": "nq7", "payload": 2}]})).await;
+    assert_eq!(st, 201, "{v}");
+    let (st, v) = waiter.await.unwrap();
+    assert_eq!((st, v["messages"][0]["queue"].as_str()), (200, Some("nq7")), "{v}");
 }
 
 #[tokio::test]
@@ -200,6 +258,11 @@ async fn ephemeral_queues_stay_out_of_the_log_and_within_their_bounds() {
     assert_eq!(api.metric("baton_ephemeral_messages").await, 100.0);
     let grew = api.metric("baton_wal_bytes_total").await - wal;
     assert!(grew < 4096.0, "the WAL grew by {grew} bytes");
+    // The gauges are kept as rings change (a scrape locks no ring): a reset empties them.
+    let (st, v) = api.post("/api/v1/ephemeral/reset", json!({"queue": "e1"})).await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(api.metric("baton_ephemeral_messages").await, 0.0);
+    assert_eq!(api.metric("baton_ephemeral_bytes").await, 0.0);
 }
 
 #[tokio::test]

@@ -282,10 +282,8 @@ async fn probe_waiting(s: &Shared) -> Result<Option<Vec<u64>>, String> {
             }
             Err(e) => return Err(format!("queue view of {}: {e}", s.qin)),
         };
-        let leased = v
-            .get("partitionList")
-            .and_then(Value::as_array)
-            .is_some_and(|ps| ps.iter().any(|p| p.get("leased").and_then(Value::as_bool) == Some(true)));
+        // Counted over every partition (the view's `partitionList` is one page of them).
+        let leased = v.get("leasedPartitions").and_then(Value::as_u64).is_some_and(|n| n > 0);
         if !leased {
             break;
         }

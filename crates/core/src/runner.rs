@@ -279,6 +279,16 @@ impl PlannerLoop {
         }
     }
 
+    /// Counts a pop's messages and schedules its lease's expiry.
+    fn popped(&mut self, res: &Result<Option<PopResult>, CoreError>) {
+        if let Ok(Some(r)) = res {
+            self.shared.counters.popped.fetch_add(r.messages.len() as u64, Ordering::Relaxed);
+            if let (Some(_), Some(q)) = (r.lease, self.p.state.queue_ids.get(&r.queue)) {
+                self.lease_expiries.push(Reverse((r.lease_expires, *q, Some(r.part))));
+            }
+        }
+    }
+
     /// Record the result of planning one request: its entry joins the frame and
     /// its answer waits for that frame; no entry means it waits for what came before.
     fn settle(&mut self, reply: Reply) {
@@ -333,12 +343,12 @@ impl PlannerLoop {
             }
             Cmd::Pop(req, reply) => {
                 let res = self.p.step(|p| p.pop(&req));
-                if let Ok(Some(r)) = &res {
-                    self.shared.counters.popped.fetch_add(r.messages.len() as u64, Ordering::Relaxed);
-                    if let (Some(_), Some(q)) = (r.lease, self.p.state.queue_ids.get(&r.queue)) {
-                        self.lease_expiries.push(Reverse((r.lease_expires, *q, Some(r.part))));
-                    }
-                }
+                self.popped(&res);
+                self.settle(deferred(reply, res));
+            }
+            Cmd::PopAny(req, queues, reply) => {
+                let res = self.p.step(|p| p.pop_any(&req, &queues));
+                self.popped(&res);
                 self.settle(deferred(reply, res));
             }
             Cmd::Ack(group, items, reply) => {
@@ -737,6 +747,7 @@ fn fail_cmd(cmd: Cmd, e: CoreError) {
     match cmd {
         Cmd::Push(_, r) => drop(r.send(Err(e))),
         Cmd::Pop(_, r) => drop(r.send(Err(e))),
+        Cmd::PopAny(_, _, r) => drop(r.send(Err(e))),
         Cmd::Ack(_, _, r) => drop(r.send(Err(e))),
         Cmd::Extend(_, _, r) => drop(r.send(Err(e))),
         Cmd::Configure(_, _, _, r) => drop(r.send(Err(e))),

@@ -3,6 +3,7 @@
 
 use crate::body::{JsonBody, OptionalJson};
 use crate::error::ApiError;
+use crate::paging::Page;
 use crate::payload::payload_json;
 use crate::render::{iso_ms, iso_us, parse_iso, read_records};
 use crate::{App, MembershipOp};
@@ -121,16 +122,26 @@ pub(crate) async fn all_queues(app: &App) -> Result<Vec<baton_core::QueueView>, 
     Ok(app.engine.queue_views(None, None).await?)
 }
 
+/// A queue as the list shows it: counts, no partitions (a queue may have 200,000).
 fn queue_json(q: &baton_core::QueueView) -> serde_json::Value {
     json!({
         "name": q.name,
         "createdAt": iso_us(q.created_at),
         "options": q.options,
         "partitions": q.partitions.len(),
-        "partitionList": q.partitions,
+        "leasedPartitions": q.partitions.iter().filter(|p| p.leased).count(),
         "messages": {"total": q.total, "pending": q.depth, "deadLetter": q.dead_letters},
         "depth": q.depth,
     })
+}
+
+/// One queue's view: the list's fields and one page of its partitions.
+fn queue_page_json(q: baton_core::QueueView, page: Page) -> serde_json::Value {
+    let mut v = queue_json(&q);
+    let (parts, about) = page.cut(q.partitions);
+    v["partitionList"] = json!(parts);
+    v["partitionPage"] = about;
+    v
 }
 
 /// Queues, partitions and messages summed over `qs`, and the request counters: the
@@ -166,16 +177,19 @@ pub struct QueuesParams {
 pub async fn queues(
     State(app): State<App>,
     q: Result<axum::extract::Query<QueuesParams>, axum::extract::rejection::QueryRejection>,
+    page: Result<axum::extract::Query<Page>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let axum::extract::Query(f) = q.map_err(|e| ApiError::bad("invalid_query", e.body_text()))?;
-    let (tagged, _) = crate::namespaces::tagged(&app).await?;
-    let tags: std::collections::HashMap<String, crate::namespaces::Tags> = tagged.into_iter().collect();
+    let page = Page::from_query(page)?;
+    let tagged = crate::namespaces::tagged(&app).await?;
+    let tags: std::collections::HashMap<&str, &crate::namespaces::Tags> =
+        tagged.rows.iter().map(|(q, t)| (q.as_str(), t)).collect();
     let none = crate::namespaces::Tags::default();
     let list: Vec<_> = all_queues(&app)
         .await?
         .iter()
         .filter_map(|q| {
-            let t = tags.get(&q.name).unwrap_or(&none);
+            let t = tags.get(q.name.as_str()).copied().unwrap_or(&none);
             crate::namespaces::matches(t, f.namespace.as_deref(), f.task.as_deref()).then(|| {
                 let mut v = queue_json(q);
                 v["namespace"] = json!(t.namespace);
@@ -184,7 +198,9 @@ pub async fn queues(
             })
         })
         .collect();
-    Ok(Json(json!({ "queues": list })).into_response())
+    let (list, mut about) = page.cut(list);
+    about["queues"] = json!(list);
+    Ok(Json(about).into_response())
 }
 
 pub(crate) async fn one_queue(app: &App, name: &str) -> Result<baton_core::QueueView, ApiError> {
@@ -200,8 +216,13 @@ async fn one_queue_as(app: &App, name: &str, group: Option<String>) -> Result<ba
 }
 
 /// One queue, as the list shows it (with its namespace and task).
-pub async fn queue(State(app): State<App>, Path(name): Path<String>) -> Result<Response, ApiError> {
-    let mut v = queue_json(&one_queue(&app, &name).await?);
+pub async fn queue(
+    State(app): State<App>,
+    Path(name): Path<String>,
+    page: Result<axum::extract::Query<Page>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let page = Page::from_query(page)?;
+    let mut v = queue_page_json(one_queue(&app, &name).await?, page);
     let t = crate::namespaces::tags_of(&app, &name).await?;
     v["namespace"] = json!(t.namespace);
     v["task"] = json!(t.task);
@@ -219,13 +240,16 @@ pub async fn depth(
     State(app): State<App>,
     Path(name): Path<String>,
     q: Result<axum::extract::Query<DepthParams>, axum::extract::rejection::QueryRejection>,
+    page: Result<axum::extract::Query<Page>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let axum::extract::Query(params) = q.map_err(|e| ApiError::bad("invalid_query", e.body_text()))?;
+    let page = Page::from_query(page)?;
     let group = params.group.filter(|g| !g.is_empty());
     let q = one_queue_as(&app, &name, group.clone()).await?;
-    let parts: Vec<_> =
-        q.partitions.iter().map(|p| json!({"partition": p.name, "pending": p.depth, "depth": p.depth})).collect();
     let owing = q.partitions.iter().filter(|p| p.depth > 0).count();
+    let (parts, about) = page.cut(q.partitions);
+    let parts: Vec<_> =
+        parts.iter().map(|p| json!({"partition": p.name, "pending": p.depth, "depth": p.depth})).collect();
     Ok(Json(json!({
         "queue": q.name,
         "group": group,
@@ -235,6 +259,7 @@ pub async fn depth(
         "effectivePending": q.depth,
         "depth": q.depth,
         "partitions": parts,
+        "partitionPage": about,
     }))
     .into_response())
 }

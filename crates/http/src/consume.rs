@@ -116,10 +116,20 @@ pub(crate) fn pop_request(
 /// One pop without waiting: the answer when it found messages, `None` when there were none
 /// (a queue that does not exist yet has none: a consumer may start before it).
 pub(crate) async fn attempt(app: &App, req: &PopRequest) -> Result<Option<Response>, ApiError> {
+    attempt_any(app, req, &[]).await
+}
+
+/// [`attempt`] on the first of `queues` that has something (one planner step), or on
+/// `req.queue` when `queues` is empty.
+pub(crate) async fn attempt_any(app: &App, req: &PopRequest, queues: &[String]) -> Result<Option<Response>, ApiError> {
     // Pops that leased only records compaction had dropped, settled and tried again (D50).
     let mut compacted_away = 0;
     loop {
-        match app.engine.pop(req.clone()).await {
+        let popped = match queues {
+            [] => app.engine.pop(req.clone()).await,
+            _ => app.engine.pop_any(req.clone(), queues.to_vec()).await,
+        };
+        match popped {
             Ok(Some(r)) => {
                 let lease = r.lease.map(|l| (l, r.part, r.group.clone(), r.messages.first().map(|m| m.0)));
                 let group = r.group.clone();

@@ -21,6 +21,7 @@ mod locks;
 mod metrics;
 mod metrics_json;
 mod namespaces;
+mod paging;
 mod payload;
 mod push;
 mod push_binary;
@@ -171,6 +172,8 @@ pub struct AppState {
     pub(crate) lookups: tokio::sync::Semaphore,
     /// Ephemeral queues: in this process's memory only (D56).
     pub(crate) ephemeral: ephemeral::Ephemeral,
+    /// The namespace and task tags, read at most once a second (D57).
+    pub(crate) tags: namespaces::TagCache,
 }
 
 pub use ephemeral::{DEFAULT_MAX_MB as EPHEMERAL_DEFAULT_MAX_MB, DEFAULT_MAX_QUEUES as EPHEMERAL_DEFAULT_MAX_QUEUES};
@@ -259,6 +262,7 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
         forwarder,
         lookups,
         ephemeral,
+        tags: namespaces::TagCache::default(),
     });
     Router::new()
         .route("/health", get(admin::health))

@@ -5,23 +5,26 @@
 //!
 //! A queue's tags are one KV row (`queen-namespaces`, key = queue name) rather than fields
 //! of the queue: the queue's options are in the log's and the checkpoint's encoding, and a
-//! tag is a label that no delivery rule reads. Owns the rows and the pop across queues;
-//! must never read more than [`MAX_TAGGED`] rows for one call, and never wait on anything
-//! but the queues' own notifiers (a namespace pop is woken like a queue's pop).
+//! tag is a label that no delivery rule reads. Owns the rows, their cache and the pop
+//! across queues; must never read more than [`MAX_TAGGED`] rows for one call nor the rows
+//! more than once per [`TAG_CACHE_MS`], never take more than one planner step per
+//! [`MAX_POP_ANY`] queues for one look, and never hold more than [`MAX_WATCHED`] notifiers.
 
-use crate::consume::{attempt, pop_request, PopParams};
+use crate::consume::{attempt_any, pop_request, PopParams};
 use crate::error::ApiError;
 use crate::App;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use baton_core::engine::MAX_POP_ANY;
 use baton_core::kv::{KvOp, KvResult};
 use baton_core::QUEUE_MODE;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
 
 /// The KV namespace of queues' tags.
 pub const NS: &str = "queen-namespaces";
@@ -67,12 +70,16 @@ pub async fn record(app: &App, queue: &str, tags: Tags) -> Result<(), ApiError> 
     }
     let value = serde_json::to_string(&tags).expect("tags serialize");
     let op = KvOp::Put { ns: NS.into(), key: queue.into(), value, ttl_secs: None, expect: None, required: false };
-    kv(app, op).await.map(|_| ())
+    let res = kv(app, op).await.map(|_| ());
+    app.tags.invalidate();
+    res
 }
 
 /// Forgets a deleted queue's tags.
 pub async fn forget(app: &App, queue: &str) -> Result<(), ApiError> {
-    kv(app, KvOp::Delete { ns: NS.into(), key: queue.into(), expect: None, required: false }).await.map(|_| ())
+    let res = kv(app, KvOp::Delete { ns: NS.into(), key: queue.into(), expect: None, required: false }).await;
+    app.tags.invalidate();
+    res.map(|_| ())
 }
 
 /// One queue's tags (none for an untagged queue).
@@ -86,16 +93,70 @@ pub async fn tags_of(app: &App, queue: &str) -> Result<Tags, ApiError> {
 }
 
 /// Every tagged queue (at most [`MAX_TAGGED`]) with its tags, in name order, and whether
-/// there were more.
-pub async fn tagged(app: &App) -> Result<(Vec<(String, Tags)>, bool), ApiError> {
+/// there were more. Served from [`TagCache`]: at most one read of the rows per
+/// [`TAG_CACHE_MS`] on the planner, however many namespace pops and lists come.
+pub async fn tagged(app: &App) -> Result<Arc<Tagged>, ApiError> {
+    if let Some(t) = app.tags.fresh() {
+        return Ok(t);
+    }
+    // One reader refreshes; the others wait for it and take its answer.
+    let _one = app.tags.refresh.lock().await;
+    if let Some(t) = app.tags.fresh() {
+        return Ok(t);
+    }
+    let generation = app.tags.generation.load(Relaxed);
     let op = KvOp::GetPrefix { ns: NS.into(), prefix: String::new(), after: None, limit: MAX_TAGGED, keys_only: false };
-    Ok(match kv(app, op).await? {
-        Some(KvResult::Prefix { rows, next_after }) => (
-            rows.into_iter().filter_map(|r| Some((r.key, serde_json::from_str(r.value.as_deref()?).ok()?))).collect(),
-            next_after.is_some(),
-        ),
-        _ => (Vec::new(), false),
-    })
+    let t = Arc::new(match kv(app, op).await? {
+        Some(KvResult::Prefix { rows, next_after }) => Tagged {
+            rows: rows
+                .into_iter()
+                .filter_map(|r| Some((r.key, serde_json::from_str(r.value.as_deref()?).ok()?)))
+                .collect(),
+            truncated: next_after.is_some(),
+        },
+        _ => Tagged::default(),
+    });
+    app.tags.reads.fetch_add(1, Relaxed);
+    *app.tags.slot.lock() = Some((std::time::Instant::now(), generation, t.clone()));
+    Ok(t)
+}
+
+/// The tagged queues as read at one time.
+#[derive(Default)]
+pub struct Tagged {
+    pub rows: Vec<(String, Tags)>,
+    pub truncated: bool,
+}
+
+/// How long a read of the tags serves namespace pops and lists. A configure or delete on
+/// this node drops it at once; one on another node (a cluster forwards writes to the
+/// leader, so only after a leader change) is seen within this time.
+pub const TAG_CACHE_MS: u64 = 1000;
+
+/// The last read of the tag rows (D57): namespace pops must not read up to [`MAX_TAGGED`]
+/// rows on the planner each time they are called.
+#[derive(Default)]
+pub struct TagCache {
+    slot: parking_lot::Mutex<Option<(std::time::Instant, u64, Arc<Tagged>)>>,
+    refresh: tokio::sync::Mutex<()>,
+    /// Bumped by every tag write on this node: a read started before it is not kept.
+    generation: AtomicU64,
+    /// Reads of the rows (`baton_namespace_tag_reads_total`).
+    pub reads: AtomicU64,
+}
+
+impl TagCache {
+    fn fresh(&self) -> Option<Arc<Tagged>> {
+        let slot = self.slot.lock();
+        let (at, generation, t) = slot.as_ref()?;
+        let live = at.elapsed() < std::time::Duration::from_millis(TAG_CACHE_MS)
+            && *generation == self.generation.load(Relaxed);
+        live.then(|| t.clone())
+    }
+
+    fn invalidate(&self) {
+        self.generation.fetch_add(1, Relaxed);
+    }
 }
 
 /// Whether a queue's tags match a filter (`None` matches anything).
@@ -115,13 +176,13 @@ fn listing(rows: &[(String, Tags)], truncated: bool, key: &str, pick: fn(&Tags) 
 }
 
 pub async fn namespaces(State(app): State<App>) -> Result<Response, ApiError> {
-    let (rows, truncated) = tagged(&app).await?;
-    Ok(listing(&rows, truncated, "namespace", |t| t.namespace.as_ref()))
+    let t = tagged(&app).await?;
+    Ok(listing(&t.rows, t.truncated, "namespace", |t| t.namespace.as_ref()))
 }
 
 pub async fn tasks(State(app): State<App>) -> Result<Response, ApiError> {
-    let (rows, truncated) = tagged(&app).await?;
-    Ok(listing(&rows, truncated, "task", |t| t.task.as_ref()))
+    let t = tagged(&app).await?;
+    Ok(listing(&t.rows, t.truncated, "task", |t| t.task.as_ref()))
 }
 
 /// The namespace and task of a pop; the rest of its query is a queue pop's [`PopParams`]
@@ -135,9 +196,16 @@ pub struct PopAcross {
 /// Where the next namespace pop starts, so one busy queue does not starve the others.
 static ROTATE: AtomicUsize = AtomicUsize::new(0);
 
+/// A namespace with more queues than this is not waited on through every queue's notifier
+/// (one per queue per waiting pop): it is looked at again every [`REPASS_MS`] instead.
+pub const MAX_WATCHED: usize = 1024;
+const REPASS_MS: u64 = 250;
+
 /// `GET /api/v1/pop?namespace=&task=`: one pop from the first queue of the namespace (and/or
-/// task) that has messages for the group, starting at a rotating queue; with `wait=true` it
-/// waits on every one of those queues' notifiers at once.
+/// task) that has messages for the group, starting at a rotating queue. One look costs one
+/// planner step per [`MAX_POP_ANY`] queues (`Engine::pop_any`); with `wait=true` it waits
+/// on the queues' notifiers (up to [`MAX_WATCHED`] queues) or looks again every
+/// [`REPASS_MS`].
 pub async fn pop(
     State(app): State<App>,
     q: Result<Query<PopAcross>, axum::extract::rejection::QueryRejection>,
@@ -149,39 +217,49 @@ pub async fn pop(
         return Err(ApiError::bad("missing_queue", "a pop names a queue, a namespace or a task"));
     }
     validate(&q.namespace, &q.task)?;
-    let (rows, _) = tagged(&app).await?;
-    let queues: Vec<String> = rows
-        .into_iter()
+    let queues: Vec<String> = tagged(&app)
+        .await?
+        .rows
+        .iter()
         .filter(|(_, t)| matches(t, q.namespace.as_deref(), q.task.as_deref()))
-        .map(|(name, _)| name)
+        .map(|(name, _)| name.clone())
         .collect();
     let (req, wait, deadline) = pop_request(&app, String::new(), None, &p)?;
     if queues.is_empty() && !wait {
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
     let group = req.group.clone().unwrap_or_else(|| QUEUE_MODE.to_string());
-    let notifiers: Vec<_> = queues.iter().map(|name| app.engine.pop_notifier(name, &group)).collect();
+    let notifiers: Vec<_> = if queues.len() <= MAX_WATCHED {
+        queues.iter().map(|name| app.engine.pop_notifier(name, &group)).collect()
+    } else {
+        Vec::new()
+    };
     loop {
         let mut woken: Vec<_> = notifiers.iter().map(|n| Box::pin(n.notified())).collect();
         for w in &mut woken {
             w.as_mut().enable();
         }
-        let start = ROTATE.fetch_add(1, Relaxed);
-        for i in 0..queues.len() {
-            let mut one = req.clone();
-            one.queue = queues[(start + i) % queues.len()].clone();
-            if let Some(answer) = attempt(&app, &one).await? {
-                return Ok(answer);
+        if !queues.is_empty() {
+            let start = ROTATE.fetch_add(1, Relaxed) % queues.len();
+            let rotated: Vec<String> = queues[start..].iter().chain(&queues[..start]).cloned().collect();
+            for chunk in rotated.chunks(MAX_POP_ANY) {
+                if let Some(answer) = attempt_any(&app, &req, chunk).await? {
+                    return Ok(answer);
+                }
             }
         }
         if !wait || tokio::time::Instant::now() >= deadline {
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
+        let watched = !notifiers.is_empty() || queues.is_empty();
         let any = async {
-            if woken.is_empty() {
+            if !watched {
+                tokio::time::sleep(std::time::Duration::from_millis(REPASS_MS)).await;
+            } else if woken.is_empty() {
                 std::future::pending::<()>().await;
+            } else {
+                futures_util::future::select_all(woken).await;
             }
-            futures_util::future::select_all(woken).await;
         };
         tokio::select! {
             _ = any => {}

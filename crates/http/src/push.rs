@@ -38,16 +38,13 @@ pub struct PushItem<'a> {
     /// Queen's tracing id, kept with the record and shown by pops.
     #[serde(default, borrow)]
     trace_id: Option<Cow<'a, str>>,
-    /// `"payload": null` is a message whose payload is JSON null (Queen sends
-    /// it for `{"data": None}`); only a missing payload is an error.
-    #[serde(default, borrow, deserialize_with = "present")]
-    payload: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    data: Option<&'a RawValue>,
-    /// A binary body's payload, not yet parsed: `build_groups` parses it once, in the
-    /// check every payload passes (a `RawValue` would cost a second parse).
-    #[serde(skip)]
-    text: Option<&'a str>,
+    /// The payload's JSON text, the one field every source fills: `payload` (or its alias
+    /// `data`, never both: serde refuses a duplicate) of a JSON body, not parsed here
+    /// (`build_groups` checks it once), or a binary body's item. `"payload": null` is a
+    /// message whose payload is JSON null (Queen sends it for `{"data": None}`); only a
+    /// missing payload is an error.
+    #[serde(default, borrow, alias = "data", deserialize_with = "present")]
+    payload: Option<&'a str>,
 }
 
 impl<'a> PushItem<'a> {
@@ -58,9 +55,7 @@ impl<'a> PushItem<'a> {
             partition: Some(Cow::Borrowed(partition)),
             transaction_id: txid.map(Cow::Borrowed),
             trace_id: None,
-            payload: None,
-            data: None,
-            text: Some(payload),
+            payload: Some(payload),
         }
     }
 
@@ -70,14 +65,15 @@ impl<'a> PushItem<'a> {
             self.queue.to_string(),
             self.partition.as_deref().unwrap_or_default().to_string(),
             self.transaction_id.as_deref().map(str::to_string),
-            self.text.map(str::to_string).unwrap_or_default(),
+            self.payload.map(str::to_string).unwrap_or_default(),
         )
     }
 }
 
-/// A field that is present, null included (plain `Option` would read null as absent).
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&'de RawValue>::deserialize(d).map(Some)
+/// A field that is present, null included (plain `Option` would read null as absent), as
+/// its JSON text.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de str>, D::Error> {
+    <&'de RawValue>::deserialize(d).map(|v| Some(v.get()))
 }
 
 pub async fn push(State(app): State<App>, RawBody(raw): RawBody) -> Result<Response, ApiError> {
@@ -202,10 +198,7 @@ pub(crate) fn build_groups(cfg: &HttpConfig, items: Vec<PushItem<'_>>) -> Result
         // the others of its request be stored.
         baton_core::valid_name(&it.queue)
             .map_err(|m| ApiError::bad("invalid_queue", format!("items[{i}].queue: {m}")))?;
-        let payload = it
-            .text
-            .or_else(|| it.payload.or(it.data).map(RawValue::get))
-            .ok_or_else(|| ApiError::bad("missing_field", format!("items[{i}] has no payload")))?;
+        let payload = it.payload.ok_or_else(|| ApiError::bad("missing_field", format!("items[{i}] has no payload")))?;
         crate::payload::check(payload, cfg.max_payload_depth)
             .map_err(|e| ApiError::bad("bad_payload", format!("items[{i}].payload: {e}")))?;
         let bytes = payload.as_bytes();

@@ -11,9 +11,11 @@
 
 use crate::admin::{all_queues, one_queue, totals};
 use crate::error::ApiError;
+use crate::paging::Page;
 use crate::render::iso_us;
 use crate::App;
-use axum::extract::{Path, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
@@ -53,21 +55,31 @@ pub async fn status(State(app): State<App>) -> Result<Response, ApiError> {
     Ok(Json(v).into_response())
 }
 
-pub async fn queues(State(app): State<App>) -> Result<Response, ApiError> {
+pub async fn queues(State(app): State<App>, page: Result<Query<Page>, QueryRejection>) -> Result<Response, ApiError> {
+    let page = Page::from_query(page)?;
     let qs = all_queues(&app).await?;
-    Ok(Json(json!({"live": true, "queues": qs.iter().map(queue_stats).collect::<Vec<_>>()})).into_response())
+    let (qs, mut v) = page.cut(qs.iter().map(queue_stats).collect::<Vec<_>>());
+    v["live"] = true.into();
+    v["queues"] = qs.into();
+    Ok(Json(v).into_response())
 }
 
-pub async fn queue(State(app): State<App>, Path(name): Path<String>) -> Result<Response, ApiError> {
+pub async fn queue(
+    State(app): State<App>,
+    Path(name): Path<String>,
+    page: Result<Query<Page>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let page = Page::from_query(page)?;
     let q = one_queue(&app, &name).await?;
     let mut v = queue_stats(&q);
     v["live"] = true.into();
     v["options"] = serde_json::to_value(&q.options).unwrap_or_default();
-    v["partitionList"] = q
-        .partitions
+    let (parts, about) = page.cut(q.partitions);
+    v["partitionList"] = parts
         .iter()
         .map(|p| json!({"id": p.id, "name": p.name, "messages": p.end - p.start, "pending": p.depth, "leased": p.leased}))
         .collect();
+    v["partitionPage"] = about;
     Ok(Json(v).into_response())
 }
 

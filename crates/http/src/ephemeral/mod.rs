@@ -60,6 +60,9 @@ pub struct Ephemeral {
     queues: Mutex<HashMap<String, Arc<Queue>>>,
     /// Payload bytes held by every ring together.
     bytes: AtomicU64,
+    /// Messages held by every ring together, kept by [`Ephemeral::with`] as the bytes are,
+    /// so /metrics never locks a ring (one scrape used to lock all 10,000).
+    messages: AtomicU64,
     pub max_queues: usize,
     pub max_bytes: u64,
 }
@@ -71,6 +74,7 @@ impl Ephemeral {
             next_gen: AtomicU64::new(1),
             queues: Mutex::default(),
             bytes: AtomicU64::new(0),
+            messages: AtomicU64::new(0),
             max_queues,
             max_bytes,
         }
@@ -78,23 +82,28 @@ impl Ephemeral {
 
     /// (queues, messages, bytes) for /metrics.
     pub fn gauges(&self) -> (usize, u64, u64) {
-        let qs = self.queues.lock();
-        (qs.len(), qs.values().map(|q| q.ring.lock().len()).sum(), self.bytes.load(Relaxed))
+        let queues = self.queues.lock().len();
+        (queues, self.messages.load(Relaxed), self.bytes.load(Relaxed))
     }
 
     /// Runs `f` on the ring and keeps the process-wide byte count true, whatever it did.
     fn with<R>(&self, q: &Queue, f: impl FnOnce(&mut Ring, u64) -> R) -> R {
         let mut ring = q.ring.lock();
-        let before = ring.bytes();
+        let (bytes, len) = (ring.bytes(), ring.len());
         let room = self.max_bytes.saturating_sub(self.bytes.load(Relaxed));
         let out = f(&mut ring, room);
-        let after = ring.bytes();
-        if after >= before {
-            self.bytes.fetch_add(after - before, Relaxed);
-        } else {
-            self.bytes.fetch_sub(before - after, Relaxed);
-        }
+        follow(&self.bytes, bytes, ring.bytes());
+        follow(&self.messages, len, ring.len());
         out
+    }
+}
+
+/// Moves a process-wide total by one ring's change from `before` to `after`.
+fn follow(total: &AtomicU64, before: u64, after: u64) {
+    if after >= before {
+        total.fetch_add(after - before, Relaxed);
+    } else {
+        total.fetch_sub(before - after, Relaxed);
     }
 }
 
