@@ -234,6 +234,13 @@ pub enum Query {
     },
     /// A Kafka topic's configs as set (None: no such topic).
     TopicConfigs(String),
+    /// The partition of a lease and the offsets of its messages not yet settled, up to and
+    /// including the one with `txid` (a streams cycle acks a batch by its last message).
+    /// None: no such lease, or that message is not in it.
+    LeasePrefix {
+        lease: LeaseId,
+        txid: String,
+    },
 }
 
 /// One page of [`Query::ChangedPartitions`].
@@ -379,6 +386,7 @@ pub enum QueryResult {
     /// Known ids only; an id asked for that does not exist is left out.
     KafkaTxns(Vec<TxnView>),
     TopicConfigs(Option<std::collections::BTreeMap<String, String>>),
+    LeasePrefix(Option<(PartId, Vec<u64>)>),
     /// (key, fire time, payload JSON, partition, txn)
     Timers(Vec<(String, Micros, String, String, String)>),
 }

@@ -211,6 +211,14 @@ pub fn run(state: &State, q: Query) -> QueryResult {
             }
             ChangedPage { parts, next, safe_time }
         })),
+        Query::LeasePrefix { lease, txid } => {
+            QueryResult::LeasePrefix(state.leases.get(&lease).and_then(|(part, group)| {
+                let p = state.parts.get(part)?;
+                let l = p.cursors.get(group)?.lease.as_ref().filter(|l| l.id == lease)?;
+                let pos = p.lease_position_of(l, state.txid_hash(&txid))?;
+                Some((*part, (0..=pos).filter(|i| !l.settled[*i]).map(|i| l.offsets[i]).collect()))
+            }))
+        }
         Query::MessageScan { part, txid } => QueryResult::MessageScan(
             state.parts.get(&part).and_then(|p| Some((p.txid_scan(MESSAGE_SCAN)?, state.txid_hash(&txid)))),
         ),

@@ -27,6 +27,7 @@ mod push;
 mod push_binary;
 mod render;
 mod status;
+mod streams;
 mod timing;
 mod traces;
 mod txn;
@@ -316,6 +317,9 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
         .route("/api/v1/consumer-groups/{group}/subscription", post(admin::subscription))
         .route("/api/v1/dlq", get(admin::dlq))
         .route("/api/v1/messages/{partition}/{txid}", get(admin::message).delete(admin::delete_message))
+        .route("/streams/v1/queries", post(streams::register))
+        .route("/streams/v1/cycle", post(streams::cycle))
+        .route("/streams/v1/state/get", post(streams::state_get))
         .route("/api/v1/ephemeral/configure", post(ephemeral::configure))
         .route("/api/v1/ephemeral/reset", post(ephemeral::reset))
         .route("/api/v1/ephemeral/queue/{queue}", delete(ephemeral::delete))
