@@ -312,3 +312,20 @@ async fn an_ephemeral_queue_bounds_its_partitions_and_groups() {
     let (_, d) = api.get("/api/v1/ephemeral/queues/wide/depth").await;
     assert_eq!((d["length"].as_u64(), d["partitions"].as_u64()), (Some(1024), Some(1024)), "{d}");
 }
+
+#[tokio::test]
+async fn a_multi_partition_pop_claims_a_bounded_number_of_partitions() {
+    let api = Api::start();
+    for p in 0..70 {
+        api.push_n("mp", &format!("p{p}"), &format!("t{p}"), 0..1).await;
+    }
+    for bad in ["partitions=0", "partitions=65", "partitions=x"] {
+        let (st, v) = api.get(&format!("/api/v1/pop/queue/mp?batch=100&{bad}")).await;
+        assert_eq!(st, 400, "{bad}: {v}");
+    }
+    let (st, v) = api.get("/api/v1/pop/queue/mp?batch=100&partitions=64").await;
+    assert_eq!((st, v["partitionsClaimed"].as_u64()), (200, Some(64)), "{v}");
+    assert_eq!(v["messages"].as_array().map(Vec::len), Some(64));
+    let (_, v) = api.get("/api/v1/pop/queue/mp?batch=100&partitions=64").await;
+    assert_eq!(v["messages"].as_array().map(Vec::len), Some(6), "the leased 64 are not given again: {v}");
+}

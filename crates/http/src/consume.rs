@@ -32,7 +32,12 @@ pub struct PopParams {
     subscription_from: Option<String>,
     auto_ack: Option<bool>,
     lease_seconds: Option<u64>,
+    /// Queen's multi-partition pop: up to this many partitions for one answer (D60).
+    partitions: Option<u32>,
 }
+
+/// Most partitions one pop claims (`partitions=`).
+pub const MAX_POP_PARTITIONS: u32 = 64;
 
 pub async fn pop_queue(
     State(app): State<App>,
@@ -58,12 +63,22 @@ async fn pop(
 ) -> Result<Response, ApiError> {
     let Query(q) = q.map_err(|e| ApiError::bad("invalid_query", e.body_text()))?;
     let (req, wait, deadline) = pop_request(&app, queue, partition, &q)?;
+    let wide = match q.partitions {
+        None => 1,
+        Some(n @ 1..=MAX_POP_PARTITIONS) => n,
+        Some(n) => {
+            return Err(ApiError::bad(
+                "invalid_partitions",
+                format!("partitions is 1 to {MAX_POP_PARTITIONS}, not {n}"),
+            ))
+        }
+    };
     let notify = app.engine.pop_notifier(&req.queue, req.group.as_deref().unwrap_or(QUEUE_MODE));
     loop {
         let woken = notify.notified();
         tokio::pin!(woken);
         woken.as_mut().enable();
-        if let Some(answer) = attempt(&app, &req).await? {
+        if let Some(answer) = attempt_wide(&app, &req, wide).await? {
             return Ok(answer);
         }
         if !wait || tokio::time::Instant::now() >= deadline {
@@ -113,15 +128,49 @@ pub(crate) fn pop_request(
     Ok((req, q.wait.unwrap_or(false), tokio::time::Instant::now() + timeout))
 }
 
-/// One pop without waiting: the answer when it found messages, `None` when there were none
-/// (a queue that does not exist yet has none: a consumer may start before it).
-pub(crate) async fn attempt(app: &App, req: &PopRequest) -> Result<Option<Response>, ApiError> {
-    attempt_any(app, req, &[]).await
+fn json_body(body: Vec<u8>) -> Response {
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// [`attempt`] on the first of `queues` that has something (one planner step), or on
-/// `req.queue` when `queues` is empty.
+/// One pop without waiting: the answer when it found messages, `None` when there were none
+/// (a queue that does not exist yet has none: a consumer may start before it). On the first
+/// of `queues` that has something (one planner step), or on `req.queue` when `queues` is
+/// empty.
 pub(crate) async fn attempt_any(app: &App, req: &PopRequest, queues: &[String]) -> Result<Option<Response>, ApiError> {
+    Ok(attempt_body(app, req, queues).await?.map(json_body))
+}
+
+/// Queen's `partitions=N` (D60): up to `n` partitions for one answer, sharing the batch
+/// budget. Baton's leases are per partition, so each partition's messages carry their own
+/// `leaseId` (Queen's client acks and renews by the messages' lease ids); the answer's
+/// top-level lease is the first partition's, and `partitionsClaimed` says how many.
+async fn attempt_wide(app: &App, req: &PopRequest, n: u32) -> Result<Option<Response>, ApiError> {
+    let Some(first) = attempt_body(app, req, &[]).await? else { return Ok(None) };
+    if n <= 1 || req.partition.is_some() {
+        return Ok(Some(json_body(first)));
+    }
+    let bad = |e: serde_json::Error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "render_failed", e.to_string());
+    let mut answer: serde_json::Value = serde_json::from_slice(&first).map_err(bad)?;
+    let mut claimed = 1u32;
+    let mut taken = answer["messages"].as_array().map_or(0, Vec::len) as u32;
+    while claimed < n && taken < req.batch {
+        let mut more = req.clone();
+        more.batch = req.batch - taken;
+        let Some(next) = attempt_body(app, &more, &[]).await? else { break };
+        let next: serde_json::Value = serde_json::from_slice(&next).map_err(bad)?;
+        let msgs = next["messages"].as_array().cloned().unwrap_or_default();
+        taken += msgs.len() as u32;
+        claimed += 1;
+        if let Some(all) = answer["messages"].as_array_mut() {
+            all.extend(msgs);
+        }
+    }
+    answer["partitionsClaimed"] = claimed.into();
+    Ok(Some(Json(answer).into_response()))
+}
+
+/// [`attempt_any`]'s answer as the JSON body bytes.
+async fn attempt_body(app: &App, req: &PopRequest, queues: &[String]) -> Result<Option<Vec<u8>>, ApiError> {
     // Pops that leased only records compaction had dropped, settled and tried again (D50).
     let mut compacted_away = 0;
     loop {
@@ -249,7 +298,7 @@ struct PopAnswer<'a> {
 
 /// The answer, the leased offsets with no record (compaction dropped them, D50), and how
 /// many messages it shows.
-fn render_pop(r: PopResult) -> Result<(Response, Vec<u64>, usize), ApiError> {
+fn render_pop(r: PopResult) -> Result<(Vec<u8>, Vec<u64>, usize), ApiError> {
     let want: std::collections::HashMap<u64, u32> = r.messages.iter().copied().collect();
     let recs = read_records(&r.spans, |o| want.contains_key(&o))
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?;
@@ -310,7 +359,7 @@ fn render_pop(r: PopResult) -> Result<(Response, Vec<u64>, usize), ApiError> {
         messages,
     })
     .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "render_failed", e.to_string()))?;
-    Ok((([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response(), gone, shown))
+    Ok((body, gone, shown))
 }
 
 #[derive(Deserialize, Default)]
