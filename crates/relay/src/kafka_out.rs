@@ -332,6 +332,9 @@ impl KafkaOut {
                 if let Err(e) = self.take(*b).await {
                     eprintln!("baton relay {}: take bucket {b}: {e}", self.leases.relay_id);
                     self.forget();
+                    // The broker is likely down or busy: the rest wait for the next round
+                    // (their events too), instead of one failure and one log line per bucket.
+                    break;
                 }
             }
         }
@@ -555,10 +558,19 @@ impl KafkaOut {
         }
         add.entry(positions.clone()).or_default().push(b as i32);
         let add: Vec<(String, Vec<i32>)> = add.into_iter().collect();
-        let r = match self.wire.conn(&coord).await {
-            Ok(c) => c.add_partitions_to_txn(&txn, &add).await,
-            Err(e) => Err(e),
-        };
+        // Apache Kafka answers CONCURRENT_TRANSACTIONS while the previous commit's markers
+        // are still being written: wait it out (bounded) rather than take the bucket again.
+        let mut r = Err(KafkaError::Timeout);
+        for _ in 0..BUSY_RETRIES {
+            r = match self.wire.conn(&coord).await {
+                Ok(c) => c.add_partitions_to_txn(&txn, &add).await,
+                Err(e) => Err(e),
+            };
+            match &r {
+                Err(e) if is_busy(e) => tokio::time::sleep(BUSY_PAUSE).await,
+                _ => break,
+            }
+        }
         if let Err(e) = r {
             return fail(e);
         }
@@ -609,10 +621,17 @@ impl KafkaOut {
             Err(e) => return fail(e),
         };
         p.seqs.insert(pkey, seq.wrapping_add(1));
-        let r = match self.wire.conn(&coord).await {
-            Ok(c) => c.add_offsets_to_txn(&txn, &group).await,
-            Err(e) => Err(e),
-        };
+        let mut r = Err(KafkaError::Timeout);
+        for _ in 0..BUSY_RETRIES {
+            r = match self.wire.conn(&coord).await {
+                Ok(c) => c.add_offsets_to_txn(&txn, &group).await,
+                Err(e) => Err(e),
+            };
+            match &r {
+                Err(e) if is_busy(e) => tokio::time::sleep(BUSY_PAUSE).await,
+                _ => break,
+            }
+        }
         if let Err(e) = r {
             return fail(e);
         }
