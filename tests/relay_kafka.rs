@@ -281,6 +281,37 @@ fn kafka_poison_parks_only_its_aggregate() {
     });
 }
 
+#[test]
+fn kafka_sigterm_hands_buckets_over_at_once() {
+    let pg = Pg::start();
+    init(&pg);
+    let (_baton, port) = Server::start_kafka(&[]);
+    let addr = format!("127.0.0.1:{port}");
+    // A 9 s lease: waiting for expiry would take up to 9 s, a release is seen at the next 3 s tick.
+    let mut a = kafka_relay(&pg, &addr, "ra", &["--lease-secs", "9"]);
+    let b = kafka_relay(&pg, &addr, "rb", &["--lease-secs", "9"]);
+    rt().block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while a.metric("baton_relay_buckets_owned").await == 0.0 || b.metric("baton_relay_buckets_owned").await == 0.0 {
+            assert!(Instant::now() < deadline, "buckets never spread:\n{}\n{}", a.log(), b.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        insert_all(&pg, 10, 10, Duration::ZERO).await;
+        a.signal(libc::SIGTERM);
+        let stopped = Instant::now();
+        let status = a.child.as_mut().unwrap().wait().unwrap();
+        assert!(status.success(), "ra exited {status:?}:\n{}", a.log());
+        a.child = None;
+        while b.metric("baton_relay_buckets_owned").await < 64.0 {
+            assert!(stopped.elapsed() < Duration::from_millis(4500), "rb waited for expiry:\n{}", b.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let c = pg.client().await;
+        wait_delivered(&c, 100, Duration::from_secs(20), &|| b.log()).await;
+        check_exactly_once_in_order(&c, &addr).await;
+    });
+}
+
 /// Opt-in: against a real Apache Kafka at `BATON_RELAY_APACHE_KAFKA` (host:port), with
 /// a topic prefix of its own: events inserted while a relay runs, that relay killed -9
 /// between a commit and its marking, a second relay settling and finishing: every event

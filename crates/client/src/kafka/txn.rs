@@ -138,7 +138,7 @@ pub fn committed_records(bytes: &Bytes, aborted: &[(i64, i64)], from: i64) -> KR
                 dropping.insert(aborted[next_aborted].0);
                 next_aborted += 1;
             }
-            next = next.max(r.offset + 1);
+            next = next.max(r.offset.saturating_add(1));
             if r.offset < from {
                 continue;
             }
