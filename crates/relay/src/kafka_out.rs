@@ -147,6 +147,27 @@ pub fn decode_ids(s: &str, max: usize) -> Result<Vec<i64>, String> {
     Ok(out)
 }
 
+/// How many events (id, value bytes) from the front go in the next transaction: at
+/// most `batch`, [`MAX_TXN_BYTES`] of values and [`MAX_META_BYTES`] of encoded ids;
+/// at least one.
+fn chunk_len(evs: &[(i64, usize)], batch: i64) -> usize {
+    let mut k = 0;
+    let mut bytes = 0;
+    for (_, len) in evs.iter().take(batch.max(1) as usize) {
+        bytes += len;
+        if k > 0 && bytes > MAX_TXN_BYTES {
+            break;
+        }
+        k += 1;
+    }
+    let ids: Vec<i64> = evs.iter().map(|e| e.0).collect();
+    // Bounded: k shrinks by a quarter each pass.
+    while k > 1 && encode_ids(&ids[..k]).len() > MAX_META_BYTES {
+        k = k * 3 / 4;
+    }
+    k.max(1)
+}
+
 /// One event as it goes to Kafka.
 struct Ev {
     id: i64,
@@ -427,25 +448,6 @@ impl KafkaOut {
         Ok(())
     }
 
-    /// How many events from the front go in the next transaction: at most --batch,
-    /// [`MAX_TXN_BYTES`] of values and [`MAX_META_BYTES`] of encoded ids; at least one.
-    fn chunk_len(&self, evs: &VecDeque<Ev>) -> usize {
-        let mut k = 0;
-        let mut bytes = 0;
-        for e in evs.iter().take(self.args.batch.max(1) as usize) {
-            bytes += e.value.len();
-            if k > 0 && bytes > MAX_TXN_BYTES {
-                break;
-            }
-            k += 1;
-        }
-        let ids: Vec<i64> = evs.iter().map(|e| e.id).collect();
-        while k > 1 && encode_ids(&ids[..k]).len() > MAX_META_BYTES {
-            k = k * 3 / 4;
-        }
-        k.max(1)
-    }
-
     /// Publish one bucket's events, one transaction per chunk. After a refusal, one
     /// event at a time to find the poison; an event that failed holds its aggregate back.
     async fn bucket(&mut self, b: u32, evs: Vec<Ev>) -> Result<usize, Error> {
@@ -467,7 +469,12 @@ impl KafkaOut {
                     break;
                 }
             }
-            let k = if single { 1 } else { self.chunk_len(&rest) };
+            let k = if single {
+                1
+            } else {
+                let sizes: Vec<(i64, usize)> = rest.iter().map(|e| (e.id, e.value.len())).collect();
+                chunk_len(&sizes, self.args.batch)
+            };
             let chunk: Vec<Ev> = rest.drain(..k.min(rest.len())).collect();
             match self.txn(b, &chunk).await {
                 Txn::Committed => {
@@ -717,5 +724,14 @@ mod tests {
         // 500 scattered ids pass the metadata cap: chunk_len must check it, not assume it.
         let sparse: Vec<i64> = (0..500).map(|i| i * 10_000_019).collect();
         assert!(encode_ids(&sparse).len() > MAX_META_BYTES);
+        let sized: Vec<(i64, usize)> = sparse.iter().map(|i| (*i, 10)).collect();
+        let k = chunk_len(&sized, 500);
+        assert!(k < 500 && encode_ids(&sparse[..k]).len() <= MAX_META_BYTES, "{k}");
+        let dense: Vec<(i64, usize)> = (1..=600).map(|i| (i, 10)).collect();
+        assert_eq!(chunk_len(&dense, 500), 500, "--batch caps it");
+        let big: Vec<(i64, usize)> = (1..=10).map(|i| (i, MAX_TXN_BYTES / 3)).collect();
+        assert_eq!(chunk_len(&big, 500), 3, "the bytes cap it");
+        let huge = [(1, MAX_TXN_BYTES * 4), (2, 10)];
+        assert_eq!(chunk_len(&huge, 500), 1, "one event always goes (a poison is found alone)");
     }
 }

@@ -192,10 +192,11 @@ async fn run_relay(r: RunArgs) -> Result<(), Error> {
     eprintln!("baton relay {relay_id}: {buckets} buckets, table {}, to {}", names.table, r.to);
     let d = deliver::Deliverer { pg, baton, names, args: r, leases: leases.clone(), m };
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let held = Held::Baton(leases);
     tokio::select! {
         res = d.run(wake) => res,
-        _ = term.recv() => stop(&relay_id, maintain, &leases).await,
-        _ = tokio::signal::ctrl_c() => stop(&relay_id, maintain, &leases).await,
+        _ = term.recv() => stop(&relay_id, maintain, &held).await,
+        _ = tokio::signal::ctrl_c() => stop(&relay_id, maintain, &held).await,
     }
 }
 
@@ -217,25 +218,31 @@ async fn run_kafka(r: RunArgs, bootstrap: String) -> Result<(), Error> {
     eprintln!("baton relay {relay_id}: {buckets} buckets, table {}, to kafka {bootstrap}", names.table);
     let out = kafka_out::KafkaOut::new(pg, names, r, bootstrap, leases.clone(), m);
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let stop = || async {
-        maintain.abort();
-        let res = leases.release_all().await;
-        eprintln!("baton relay {relay_id}: stopped, buckets released");
-        res
-    };
+    let held = Held::Pg(leases);
     tokio::select! {
         res = out.run(wake) => res,
-        _ = term.recv() => stop().await,
-        _ = tokio::signal::ctrl_c() => stop().await,
+        _ = term.recv() => stop(&relay_id, maintain, &held).await,
+        _ = tokio::signal::ctrl_c() => stop(&relay_id, maintain, &held).await,
     }
+}
+
+/// Where a relay's bucket leases live: Baton locks (HTTP mode, D51) or PostgreSQL rows
+/// (Kafka mode, D58). Both are maintained every lease/3 and released on a planned stop.
+enum Held {
+    Baton(Arc<lease::Leases>),
+    Pg(Arc<pg_lease::PgLeases>),
 }
 
 /// Planned stop: release the buckets so that another relay takes them at once
 /// instead of after the lease. A round in flight is cut at an await point: what it
-/// pushed and did not mark is re-sent by the next owner and answered `duplicate`.
-async fn stop(relay_id: &str, maintain: tokio::task::JoinHandle<()>, leases: &lease::Leases) -> Result<(), Error> {
+/// pushed and did not mark is re-sent by the next owner and answered `duplicate`
+/// (Baton), or found in the bucket's committed position and marked by it (Kafka).
+async fn stop(relay_id: &str, maintain: tokio::task::JoinHandle<()>, held: &Held) -> Result<(), Error> {
     maintain.abort();
-    let res = leases.release_all().await;
+    let res = match held {
+        Held::Baton(l) => l.release_all().await,
+        Held::Pg(l) => l.release_all().await,
+    };
     eprintln!("baton relay {relay_id}: stopped, buckets released");
     res
 }
