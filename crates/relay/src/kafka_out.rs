@@ -353,9 +353,15 @@ impl KafkaOut {
                 if let Err(e) = self.take(*b).await {
                     eprintln!("baton relay {}: take bucket {b}: {e}", self.leases.relay_id);
                     self.forget();
-                    // The broker is likely down or busy: the rest wait for the next round
-                    // (their events too), instead of one failure and one log line per bucket.
-                    break;
+                    // The broker is unreachable: the rest wait for the next round (their
+                    // events too) instead of one timeout and one log line per bucket. Any
+                    // other failure is this bucket's own: the others are still taken.
+                    let unreachable = e
+                        .downcast_ref::<KafkaError>()
+                        .is_some_and(|k| matches!(k, KafkaError::Io(_) | KafkaError::Timeout));
+                    if unreachable {
+                        break;
+                    }
                 }
             }
         }
