@@ -96,57 +96,14 @@ impl Deliverer {
             return Ok(0);
         }
         let owned: Vec<i32> = st.keys().map(|b| *b as i32).collect();
-        let t = &self.names.table;
-        let parked = self
-            .pg
-            .query(
-                &format!("SELECT DISTINCT aggregate_type, aggregate_id FROM {t} WHERE bucket = ANY($1) AND status = 'parked'"),
-                &[&owned],
-            )
-            .await?;
-        // The events behind a parked or backing-off one are left out by the query itself, so
-        // an aggregate that waits with more events than a batch cannot fill every batch and
-        // starve the others (tests/relay.rs::poison_parks_only_its_aggregate).
-        let mut blocked: HashSet<(String, String)> = parked.iter().map(|r| (r.get(0), r.get(1))).collect();
-        let rows = self
-            .pg
-            .query(
-                &format!(
-                    "SELECT id, aggregate_type, aggregate_id, event_type, payload::text, payload_bytes, headers::text, \
-                     created_at::text, bucket, COALESCE(next_attempt_at > now(), false), {SETTLED} \
-                     FROM {t} o WHERE bucket = ANY($1) AND status = 'pending' \
-                     AND NOT EXISTS (SELECT 1 FROM {t} b WHERE b.aggregate_type = o.aggregate_type \
-                       AND b.aggregate_id = o.aggregate_id AND b.id < o.id AND b.status <> 'delivered' \
-                       AND (b.status = 'parked' OR b.next_attempt_at > now())) \
-                     ORDER BY id LIMIT $2"
-                ),
-                &[&owned, &self.args.batch.max(1)],
-            )
-            .await?;
+        let ready = ready(&self.pg, &self.names, &owned, self.args.batch).await?;
         let mut by_bucket: BTreeMap<i32, Vec<Event>> = BTreeMap::new();
-        for r in rows {
-            let agg: (String, String) = (r.get(1), r.get(2));
-            let (waiting, settled): (bool, bool) = (r.get(9), r.get(10));
-            if blocked.contains(&agg) {
-                continue;
+        for (b, rows) in ready {
+            for r in rows {
+                let item = json!({"queue": queue_name(&self.args.queue_prefix, &r.agg.0), "partition": r.agg.1,
+                    "transactionId": format!("outbox-{}", r.id), "payload": r.payload});
+                by_bucket.entry(b).or_default().push(Event { id: r.id, agg: r.agg, item });
             }
-            if waiting || !settled {
-                blocked.insert(agg);
-                continue;
-            }
-            let id: i64 = r.get(0);
-            let parse =
-                |s: Option<String>| s.and_then(|s| serde_json::from_str::<Value>(&s).ok()).unwrap_or(Value::Null);
-            let mut payload = json!({
-                "id": id, "aggregateType": agg.0, "aggregateId": agg.1, "eventType": r.get::<_, String>(3),
-                "createdAt": r.get::<_, String>(7), "headers": parse(r.get(6)), "payload": parse(r.get(4)),
-            });
-            if let Some(b) = r.get::<_, Option<Vec<u8>>>(5) {
-                payload["payloadBase64"] = json!(base64::engine::general_purpose::STANDARD.encode(b));
-            }
-            let item = json!({"queue": queue_name(&self.args.queue_prefix, &agg.0), "partition": agg.1,
-                "transactionId": format!("outbox-{id}"), "payload": payload});
-            by_bucket.entry(r.get(8)).or_default().push(Event { id, agg, item });
         }
         if self.args.test_round_hold_ms > 0 && !by_bucket.is_empty() {
             tokio::time::sleep(Duration::from_millis(self.args.test_round_hold_ms)).await;
@@ -269,15 +226,7 @@ impl Deliverer {
 
     /// Baton holds these events (`dups` of them from before): mark them delivered.
     async fn mark(&self, ids: &[i64], dups: u64) -> Result<(), Error> {
-        self.pg
-            .execute(
-                &format!(
-                    "UPDATE {} SET status = 'delivered', delivered_at = now() WHERE id = ANY($1) AND status = 'pending'",
-                    self.names.table
-                ),
-                &[&ids],
-            )
-            .await?;
+        mark_rows(&self.pg, &self.names, ids).await?;
         self.m.delivered.fetch_add(ids.len() as u64, Ordering::Relaxed);
         self.m.duplicates.fetch_add(dups, Ordering::Relaxed);
         Ok(())
@@ -286,21 +235,7 @@ impl Deliverer {
     /// Baton refused this event: back off, or park it after --max-attempts.
     async fn fail(&self, e: &Event, why: &str) -> Result<(), Error> {
         self.m.refused.fetch_add(1, Ordering::Relaxed);
-        let base = self.args.backoff_ms as f64 / 1000.0;
-        let row = self
-            .pg
-            .query_one(
-                &format!(
-                    "UPDATE {} SET attempts = attempts + 1, last_error = $2, \
-                     next_attempt_at = now() + make_interval(secs => LEAST(60, $3 * power(2, attempts))), \
-                     status = CASE WHEN attempts + 1 >= $4 THEN 'parked' ELSE status END \
-                     WHERE id = $1 AND status = 'pending' RETURNING status",
-                    self.names.table
-                ),
-                &[&e.id, &why, &base, &self.args.max_attempts],
-            )
-            .await?;
-        if row.get::<_, String>(0) == "parked" {
+        if fail_row(&self.pg, &self.names, &self.args, e.id, why).await? {
             self.m.parked.fetch_add(1, Ordering::Relaxed);
             eprintln!("baton relay {}: parked event {}: {why}", self.leases.relay_id, e.id);
             let note = json!({"id": e.id, "aggregateType": e.agg.0, "aggregateId": e.agg.1, "error": why,
@@ -314,6 +249,108 @@ impl Deliverer {
         }
         Ok(())
     }
+}
+
+/// One ready outbox row: its id, aggregate and the JSON both modes publish.
+pub(crate) struct Ready {
+    pub id: i64,
+    pub agg: (String, String),
+    pub payload: Value,
+}
+
+/// The owned buckets' ready events in id order (at most `batch`), by bucket: pending,
+/// settled (see SETTLED), and not behind a parked, backing-off or unsettled event of
+/// their aggregate. Shared by the Baton and the Kafka delivery rounds.
+pub(crate) async fn ready(
+    pg: &tokio_postgres::Client,
+    names: &Names,
+    owned: &[i32],
+    batch: i64,
+) -> Result<BTreeMap<i32, Vec<Ready>>, Error> {
+    let t = &names.table;
+    let parked = pg
+        .query(
+            &format!(
+                "SELECT DISTINCT aggregate_type, aggregate_id FROM {t} WHERE bucket = ANY($1) AND status = 'parked'"
+            ),
+            &[&owned.to_vec()],
+        )
+        .await?;
+    // The events behind a parked or backing-off one are left out by the query itself, so
+    // an aggregate that waits with more events than a batch cannot fill every batch and
+    // starve the others (tests/relay.rs::poison_parks_only_its_aggregate).
+    let mut blocked: HashSet<(String, String)> = parked.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let rows = pg
+        .query(
+            &format!(
+                "SELECT id, aggregate_type, aggregate_id, event_type, payload::text, payload_bytes, headers::text, \
+                     created_at::text, bucket, COALESCE(next_attempt_at > now(), false), {SETTLED} \
+                     FROM {t} o WHERE bucket = ANY($1) AND status = 'pending' \
+                     AND NOT EXISTS (SELECT 1 FROM {t} b WHERE b.aggregate_type = o.aggregate_type \
+                       AND b.aggregate_id = o.aggregate_id AND b.id < o.id AND b.status <> 'delivered' \
+                       AND (b.status = 'parked' OR b.next_attempt_at > now())) \
+                     ORDER BY id LIMIT $2"
+            ),
+            &[&owned.to_vec(), &batch.max(1)],
+        )
+        .await?;
+    let mut by_bucket: BTreeMap<i32, Vec<Ready>> = BTreeMap::new();
+    for r in rows {
+        let agg: (String, String) = (r.get(1), r.get(2));
+        let (waiting, settled): (bool, bool) = (r.get(9), r.get(10));
+        if blocked.contains(&agg) {
+            continue;
+        }
+        if waiting || !settled {
+            blocked.insert(agg);
+            continue;
+        }
+        let id: i64 = r.get(0);
+        let parse = |s: Option<String>| s.and_then(|s| serde_json::from_str::<Value>(&s).ok()).unwrap_or(Value::Null);
+        let mut payload = json!({
+            "id": id, "aggregateType": agg.0, "aggregateId": agg.1, "eventType": r.get::<_, String>(3),
+            "createdAt": r.get::<_, String>(7), "headers": parse(r.get(6)), "payload": parse(r.get(4)),
+        });
+        if let Some(b) = r.get::<_, Option<Vec<u8>>>(5) {
+            payload["payloadBase64"] = json!(base64::engine::general_purpose::STANDARD.encode(b));
+        }
+        by_bucket.entry(r.get(8)).or_default().push(Ready { id, agg, payload });
+    }
+    Ok(by_bucket)
+}
+
+/// Mark rows delivered (only pending ones: a parked or already delivered row stays).
+pub(crate) async fn mark_rows(pg: &tokio_postgres::Client, names: &Names, ids: &[i64]) -> Result<u64, Error> {
+    let sql = format!(
+        "UPDATE {} SET status = 'delivered', delivered_at = now() WHERE id = ANY($1) AND status = 'pending'",
+        names.table
+    );
+    Ok(pg.execute(&sql, &[&ids]).await?)
+}
+
+/// A refusal of one row: back off exponentially, or park after --max-attempts.
+/// Answers true when the row is now parked.
+pub(crate) async fn fail_row(
+    pg: &tokio_postgres::Client,
+    names: &Names,
+    args: &RunArgs,
+    id: i64,
+    why: &str,
+) -> Result<bool, Error> {
+    let base = args.backoff_ms as f64 / 1000.0;
+    let rows = pg
+        .query(
+            &format!(
+                "UPDATE {} SET attempts = attempts + 1, last_error = $2, \
+                 next_attempt_at = now() + make_interval(secs => LEAST(60, $3 * power(2, attempts))), \
+                 status = CASE WHEN attempts + 1 >= $4 THEN 'parked' ELSE status END \
+                 WHERE id = $1 AND status = 'pending' RETURNING status",
+                names.table
+            ),
+            &[&id, &why, &base, &args.max_attempts],
+        )
+        .await?;
+    Ok(rows.first().is_some_and(|r| r.get::<_, String>(0) == "parked"))
 }
 
 /// LISTEN on `channel` from a connection of its own; every notification wakes the delivery loop.

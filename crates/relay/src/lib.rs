@@ -1,13 +1,17 @@
-//! `baton relay`: the PostgreSQL transactional outbox into Baton. Owns the
+//! `baton relay`: the PostgreSQL transactional outbox into Baton (HTTP) or
+//! into Kafka (`--to-kafka`: Apache Kafka or Baton's Kafka door). Owns the
 //! command line (every flag also a `BATON_RELAY_*` variable) and wires the
-//! parts together: schema (init), lease (bucket ownership), deliver (read,
-//! push, mark), metrics and status. Must never mark an event delivered that
-//! Baton did not answer for: that rule lives in deliver.rs and nothing here
-//! works around it.
+//! parts together: schema (init), lease / pg_lease (bucket ownership: Baton
+//! locks, or PostgreSQL rows in Kafka mode), deliver / kafka_out (read,
+//! publish, mark), metrics and status. Must never mark an event delivered
+//! that the target did not answer for: that rule lives in deliver.rs and
+//! kafka_out.rs, and nothing here works around it.
 
 mod deliver;
+mod kafka_out;
 mod lease;
 mod metrics;
+mod pg_lease;
 mod schema;
 mod status;
 
@@ -63,13 +67,20 @@ pub struct RunArgs {
     /// Baton's HTTP address.
     #[arg(long, env = "BATON_RELAY_TO", default_value = "http://127.0.0.1:6632")]
     pub to: String,
+    /// Publish into Kafka instead (host:port of Apache Kafka or Baton's Kafka door):
+    /// one Kafka transaction per bucket and round, exactly once for read_committed consumers.
+    #[arg(long, env = "BATON_RELAY_TO_KAFKA", conflicts_with = "to")]
+    pub to_kafka: Option<String>,
+    /// Kafka mode: partitions of the topics the relay creates (`<prefix>-<aggregate_type>`).
+    #[arg(long, env = "BATON_RELAY_KAFKA_PARTITIONS", default_value_t = 8)]
+    pub kafka_partitions: i32,
     /// This relay's name, the owner of its bucket locks (default: host-pid).
     #[arg(long, env = "BATON_RELAY_ID")]
     pub relay_id: Option<String>,
     /// Buckets to create if the table is not there yet (init's --buckets).
     #[arg(long, env = "BATON_RELAY_BUCKETS", default_value_t = 256)]
     pub buckets: u32,
-    /// Queues are `<prefix>-<aggregate_type>`; parked events also go to `<prefix>-parked`.
+    /// Queues (topics in Kafka mode) are `<prefix>-<aggregate_type>`; parked events also go to `<prefix>-parked`.
     #[arg(long, env = "BATON_RELAY_QUEUE_PREFIX", default_value = "outbox")]
     pub queue_prefix: String,
     /// Lifetime of a bucket lease (renewed every third of it).
@@ -95,13 +106,19 @@ pub struct RunArgs {
     /// it holds a guard that will go stale (tests/relay.rs::paused_relay_is_fenced). 0: never.
     #[arg(long, env = "BATON_RELAY_TEST_ROUND_HOLD_MS", default_value_t = 0, hide = true)]
     pub test_round_hold_ms: u64,
+    /// Test-only fault injection (Kafka mode): wait this long after a transaction's
+    /// EndTxn(commit) answered and before its rows are marked, so a kill -9 lands between
+    /// the two (tests/relay_kafka.rs::kill9_mid_flight_exactly_once). 0: never.
+    #[arg(long, env = "BATON_RELAY_TEST_COMMIT_HOLD_MS", default_value_t = 0, hide = true)]
+    pub test_commit_hold_ms: u64,
 }
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
     #[command(flatten)]
     pub pg: PgArgs,
-    /// Baton's HTTP address: when given, the bucket lock holders are shown too.
+    /// Baton's HTTP address: when given, the bucket lock holders are shown too (without it,
+    /// Kafka mode's lease holders from PostgreSQL, when there are any).
     #[arg(long, env = "BATON_RELAY_TO")]
     pub to: Option<String>,
 }
@@ -153,6 +170,9 @@ pub fn run(a: RelayArgs) -> Result<(), Error> {
 }
 
 async fn run_relay(r: RunArgs) -> Result<(), Error> {
+    if let Some(k) = r.to_kafka.clone() {
+        return run_kafka(r, k).await;
+    }
     let names = Names::new(&r.pg.table)?;
     let mut pg = connect(&r.pg.pg).await?;
     schema::init(&mut pg, &names, r.buckets).await?;
@@ -172,19 +192,57 @@ async fn run_relay(r: RunArgs) -> Result<(), Error> {
     eprintln!("baton relay {relay_id}: {buckets} buckets, table {}, to {}", names.table, r.to);
     let d = deliver::Deliverer { pg, baton, names, args: r, leases: leases.clone(), m };
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let held = Held::Baton(leases);
     tokio::select! {
         res = d.run(wake) => res,
-        _ = term.recv() => stop(&relay_id, maintain, &leases).await,
-        _ = tokio::signal::ctrl_c() => stop(&relay_id, maintain, &leases).await,
+        _ = term.recv() => stop(&relay_id, maintain, &held).await,
+        _ = tokio::signal::ctrl_c() => stop(&relay_id, maintain, &held).await,
     }
+}
+
+/// Kafka mode (D58): leases in PostgreSQL, one Kafka transaction per bucket and round.
+async fn run_kafka(r: RunArgs, bootstrap: String) -> Result<(), Error> {
+    let names = Names::new(&r.pg.table)?;
+    let mut pg = connect(&r.pg.pg).await?;
+    schema::init(&mut pg, &names, r.buckets).await?;
+    let buckets = schema::buckets(&pg, &names).await?;
+    let relay_id = r.relay_id.clone().unwrap_or_else(|| format!("relay-{}", std::process::id()));
+    let m = Arc::new(metrics::Metrics::default());
+    metrics::serve(&r.metrics_addr, m.clone()).await?;
+    let leases =
+        Arc::new(pg_lease::PgLeases::new(&r.pg.pg, names.clone(), relay_id.clone(), buckets, r.lease_secs, m.clone()));
+    let maintain = tokio::spawn(leases.clone().maintain());
+    let wake = Arc::new(tokio::sync::Notify::new());
+    deliver::listen(&r.pg.pg, names.channel(), wake.clone()).await?;
+    tokio::spawn(metrics::gauges(r.pg.pg.clone(), names.clone(), m.clone()));
+    eprintln!("baton relay {relay_id}: {buckets} buckets, table {}, to kafka {bootstrap}", names.table);
+    let out = kafka_out::KafkaOut::new(pg, names, r, bootstrap, leases.clone(), m);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let held = Held::Pg(leases);
+    tokio::select! {
+        res = out.run(wake) => res,
+        _ = term.recv() => stop(&relay_id, maintain, &held).await,
+        _ = tokio::signal::ctrl_c() => stop(&relay_id, maintain, &held).await,
+    }
+}
+
+/// Where a relay's bucket leases live: Baton locks (HTTP mode, D51) or PostgreSQL rows
+/// (Kafka mode, D58). Both are maintained every lease/3 and released on a planned stop.
+enum Held {
+    Baton(Arc<lease::Leases>),
+    Pg(Arc<pg_lease::PgLeases>),
 }
 
 /// Planned stop: release the buckets so that another relay takes them at once
 /// instead of after the lease. A round in flight is cut at an await point: what it
-/// pushed and did not mark is re-sent by the next owner and answered `duplicate`.
-async fn stop(relay_id: &str, maintain: tokio::task::JoinHandle<()>, leases: &lease::Leases) -> Result<(), Error> {
+/// pushed and did not mark is re-sent by the next owner and answered `duplicate`
+/// (Baton), or found in the bucket's committed position and marked by it (Kafka).
+async fn stop(relay_id: &str, maintain: tokio::task::JoinHandle<()>, held: &Held) -> Result<(), Error> {
     maintain.abort();
-    let res = leases.release_all().await;
+    let res = match held {
+        Held::Baton(l) => l.release_all().await,
+        Held::Pg(l) => l.release_all().await,
+    };
     eprintln!("baton relay {relay_id}: stopped, buckets released");
     res
 }

@@ -25,6 +25,14 @@ impl Names {
     pub fn config(&self) -> String {
         format!("{}_config", self.table)
     }
+    /// Kafka mode's bucket leases (D58): one row per bucket, its owner and expiry.
+    pub fn leases(&self) -> String {
+        format!("{}_leases", self.table)
+    }
+    /// Kafka mode's live relays: one row per relay id, with its expiry.
+    pub fn members(&self) -> String {
+        format!("{}_members", self.table)
+    }
     /// The LISTEN/NOTIFY channel: the table's own name.
     pub fn channel(&self) -> &str {
         &self.table
@@ -35,6 +43,7 @@ impl Names {
 pub fn init_sql(n: &Names, buckets: u32) -> String {
     let t = &n.table;
     let c = n.config();
+    let (l, m) = (n.leases(), n.members());
     format!(
         r#"
 CREATE TABLE IF NOT EXISTS {c} (
@@ -78,6 +87,16 @@ DROP TRIGGER IF EXISTS {t}_bucket ON {t};
 CREATE TRIGGER {t}_bucket BEFORE INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION {t}_bucket();
 DROP TRIGGER IF EXISTS {t}_notify ON {t};
 CREATE TRIGGER {t}_notify AFTER INSERT ON {t} FOR EACH STATEMENT EXECUTE FUNCTION {t}_notify();
+CREATE TABLE IF NOT EXISTS {l} (
+    bucket int PRIMARY KEY,
+    owner text,
+    expires_at timestamptz NOT NULL DEFAULT '-infinity'
+);
+INSERT INTO {l} (bucket) SELECT g FROM generate_series(0, (SELECT buckets FROM {c}) - 1) g ON CONFLICT (bucket) DO NOTHING;
+CREATE TABLE IF NOT EXISTS {m} (
+    relay_id text PRIMARY KEY,
+    expires_at timestamptz NOT NULL
+);
 "#
     )
 }

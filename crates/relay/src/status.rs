@@ -1,4 +1,5 @@
-//! The operator's commands: `status` (counts, lag, bucket holders), `parked`
+//! The operator's commands: `status` (counts, lag, bucket holders: Baton
+//! locks with --to, else Kafka mode's PostgreSQL leases), `parked`
 //! (list) and `release` (parked back to pending). Must never change a row
 //! that is not parked, nor touch Baton beyond reading lock holders.
 
@@ -30,6 +31,11 @@ pub async fn status(a: &StatusArgs) -> Result<(), Error> {
     if let Some(to) = &a.to {
         let c = baton_client::Client::new(to, 1)?;
         out["bucketHolders"] = Leases::holders(&c, buckets).await?;
+    } else if let Ok(h) = crate::pg_lease::PgLeases::holders(&pg, &names).await {
+        // Kafka mode keeps its leases in PostgreSQL: the live holders, if any.
+        if h.as_object().is_some_and(|o| !o.is_empty()) {
+            out["bucketHolders"] = h;
+        }
     }
     println!("{out}");
     Ok(())

@@ -8,7 +8,9 @@
 //! - this file: connecting (with ApiVersions, choosing each API's version),
 //!   framing, and one bounded, timed request/answer exchange;
 //! - `ops`: the typed calls (Metadata, CreateTopics, InitProducerId, Produce,
-//!   Fetch, OffsetCommit, OffsetFetch) and record batches.
+//!   Fetch, OffsetCommit, OffsetFetch) and record batches;
+//! - `txn`: the transactional calls, keyed batches with headers, and the
+//!   read_committed Fetch.
 //!
 //! Owns how a request goes on the wire and how its answer is read back. Must
 //! never retry anything by itself (whether a produce whose answer was lost is
@@ -18,8 +20,10 @@
 //! half-way (the next answer on it could be the previous request's).
 
 mod ops;
+mod txn;
 
 pub use ops::*;
+pub use txn::*;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader};
@@ -114,6 +118,13 @@ const SPOKEN: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetFetch, 1, 7),
     (ApiKey::CreateTopics, 2, 5),
     (ApiKey::InitProducerId, 0, 4),
+    // The transactional calls in `txn`. EndTxn stops at 4: 5 is transactions v2
+    // (KIP-890), where every end moves the producer to a new epoch.
+    (ApiKey::FindCoordinator, 1, 3),
+    (ApiKey::AddPartitionsToTxn, 0, 3),
+    (ApiKey::AddOffsetsToTxn, 0, 3),
+    (ApiKey::TxnOffsetCommit, 0, 3),
+    (ApiKey::EndTxn, 0, 4),
 ];
 
 /// One connection to a Kafka listener.

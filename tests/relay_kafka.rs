@@ -1,0 +1,367 @@
+//! `baton relay run --to-kafka` (issue 17, D58) against a real PostgreSQL
+//! (scripts/peers/postgres.sh) and a real `baton serve` with its Kafka door, the
+//! relay as child processes: every event exactly once and in order per aggregate for
+//! a read_committed consumer, across kill -9 between a commit and its marking and
+//! across a paused relay (fenced by its bucket's transactional id), and a poison
+//! event parked without blocking the other aggregates.
+//!
+//! Against a real Apache Kafka (needs transactions: 2.5 or later), opt in:
+//! `scripts/peers/kafka.sh start` (127.0.0.1:19092), then
+//! `BATON_RELAY_APACHE_KAFKA=127.0.0.1:19092 cargo test --release --test relay_kafka apache`
+//! (kill -9 between a commit and its marking, and a paused relay fenced).
+
+mod common;
+mod relay_util;
+use baton_client::kafka::{murmur2_partition, KafkaConn};
+use common::Server;
+use relay_util::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// The relay's default --kafka-partitions.
+const PARTITIONS: i32 = 8;
+/// Bounds of a test read of one partition.
+const READ_PASSES: usize = 10_000;
+
+/// Every committed record of `topic` (partitions 0..`partitions`), read_committed:
+/// (partition, key, outbox-id header, value).
+async fn read_topic(addr: &str, topic: &str, partitions: i32) -> Vec<(i32, String, i64, Value)> {
+    let mut k = KafkaConn::connect(addr, Duration::from_secs(10)).await.expect("connect to kafka");
+    let mut out = Vec::new();
+    for p in 0..partitions {
+        let mut offset = 0;
+        for pass in 0..READ_PASSES {
+            let f = match k.fetch_committed(topic, p, offset, 0, 1 << 20).await {
+                Ok(f) => f,
+                // A topic not created yet holds nothing.
+                Err(e) if e.code() == Some(3) => break,
+                Err(e) => panic!("fetch {topic}[{p}] at {offset}: {e}"),
+            };
+            for r in &f.records {
+                let key = String::from_utf8_lossy(r.key.as_deref().unwrap_or_default()).into_owned();
+                let id = r
+                    .headers
+                    .iter()
+                    .find(|(h, _)| h == "outbox-id")
+                    .and_then(|(_, v)| v.as_ref())
+                    .map(|v| String::from_utf8_lossy(v).parse::<i64>().unwrap())
+                    .unwrap_or(-1);
+                let v: Value = serde_json::from_slice(r.value.as_deref().unwrap_or(b"null")).unwrap();
+                out.push((p, key, id, v));
+            }
+            if f.next_offset >= f.last_stable_offset || f.next_offset <= offset {
+                break;
+            }
+            offset = f.next_offset;
+            assert!(pass + 1 < READ_PASSES, "{topic}[{p}] never ended");
+        }
+    }
+    out
+}
+
+/// Exactly once, in id order per aggregate, in the aggregate's murmur2 partition, for a
+/// read_committed consumer of `outbox-order`; the value is the row's JSON.
+async fn check_exactly_once_in_order(pg: &tokio_postgres::Client, addr: &str) {
+    check_topic(pg, addr, "outbox-order").await
+}
+
+async fn check_topic(pg: &tokio_postgres::Client, addr: &str, topic: &str) {
+    let rows = pg.query("SELECT aggregate_id, id FROM baton_outbox ORDER BY id", &[]).await.unwrap();
+    let mut want: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for r in rows {
+        want.entry(r.get(0)).or_default().push(r.get(1));
+    }
+    let mut got: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for (p, key, id, v) in read_topic(addr, topic, PARTITIONS).await {
+        assert_eq!(p, murmur2_partition(key.as_bytes(), PARTITIONS), "{key} in partition {p}");
+        assert_eq!(v["id"], id, "the value is the row's JSON");
+        assert_eq!(v["aggregateId"], key.as_str());
+        got.entry(key).or_default().push(id);
+    }
+    let total: usize = got.values().map(Vec::len).sum();
+    let want_total: usize = want.values().map(Vec::len).sum();
+    for (agg, ids) in &want {
+        assert_eq!(got.get(agg), Some(ids), "aggregate {agg}: Kafka holds (left) vs the outbox (right)");
+    }
+    assert_eq!(total, want_total, "records past the outbox's (duplicates or strangers)");
+}
+
+fn kafka_relay(pg: &Pg, addr: &str, id: &str, extra: &[&str]) -> Relay {
+    Relay::start_kafka(pg, addr, id, extra)
+}
+
+#[test]
+fn kafka_delivers_every_event_once_in_order() {
+    let pg = Pg::start();
+    init(&pg);
+    let (_baton, port) = Server::start_kafka(&[]);
+    let addr = format!("127.0.0.1:{port}");
+    rt().block_on(async {
+        // A backlog first (the drain rate), then events inserted while the relay runs.
+        insert_all(&pg, 50, 40, Duration::ZERO).await;
+        let relay = kafka_relay(&pg, &addr, "r1", &[]);
+        let t = Instant::now();
+        let c = pg.client().await;
+        wait_delivered(&c, 2000, Duration::from_secs(90), &|| relay.log()).await;
+        let secs = t.elapsed().as_secs_f64();
+        eprintln!("relay_kafka: a backlog of 2000 events drained in {secs:.2} s ({:.0} events/s)", 2000.0 / secs);
+        let t = Instant::now();
+        insert_all(&pg, 50, 40, Duration::ZERO).await;
+        wait_delivered(&c, 4000, Duration::from_secs(90), &|| relay.log()).await;
+        let secs = t.elapsed().as_secs_f64();
+        eprintln!("relay_kafka: 2000 more inserted and delivered in {secs:.2} s ({:.0} events/s)", 2000.0 / secs);
+        check_exactly_once_in_order(&c, &addr).await;
+        assert_eq!(relay.metric("baton_relay_delivered_total").await, 4000.0);
+        assert_eq!(relay.metric("baton_relay_duplicates_total").await, 0.0);
+        assert_eq!(relay.metric("baton_relay_fenced_total").await, 0.0, "a lone relay is never fenced");
+        let st: Value = serde_json::from_str(relay_cli(&pg, &["status"]).trim()).unwrap();
+        assert_eq!((st["pending"].as_i64(), st["delivered"].as_i64()), (Some(0), Some(4000)), "{st}");
+        let holders = st["bucketHolders"].as_object().expect("bucketHolders from the PostgreSQL leases");
+        assert_eq!(holders.len(), 64, "{st}");
+        assert!(holders.values().all(|o| o == "r1"), "{st}");
+    });
+}
+
+#[test]
+fn kafka_kill9_between_commit_and_mark_exactly_once() {
+    let pg = Pg::start();
+    init(&pg);
+    let (_baton, port) = Server::start_kafka(&[]);
+    let addr = format!("127.0.0.1:{port}");
+    // ra waits 1.5 s after every commit before marking: a kill lands there nearly always.
+    let mut a = kafka_relay(&pg, &addr, "ra", &["--test-commit-hold-ms", "1500"]);
+    rt().block_on(async {
+        a.wait_buckets(64).await;
+        let inserting = {
+            let url = pg.url();
+            tokio::spawn(async move {
+                let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(conn);
+                for _ in 0..15 {
+                    for g in 0..20 {
+                        insert(&c, &format!("agg-{g}"), 1, Duration::ZERO).await;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while a.metric("baton_relay_delivered_total").await < 1.0 {
+            assert!(Instant::now() < deadline, "ra delivered nothing:\n{}", a.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        a.kill9();
+        let b = kafka_relay(&pg, &addr, "rb", &[]);
+        inserting.await.unwrap();
+        let c = pg.client().await;
+        wait_delivered(&c, 300, Duration::from_secs(60), &|| b.log()).await;
+        check_exactly_once_in_order(&c, &addr).await;
+        assert!(
+            b.log().contains("its last transaction published"),
+            "rb never settled a transaction ra committed and did not mark:\n{}",
+            b.log()
+        );
+        assert_eq!(b.metric("baton_relay_buckets_owned").await, 64.0);
+    });
+}
+
+#[test]
+fn kafka_paused_relay_is_fenced() {
+    let pg = Pg::start();
+    init(&pg);
+    let (_baton, port) = Server::start_kafka(&[]);
+    paused_relay_is_fenced(&pg, &format!("127.0.0.1:{port}"), "outbox");
+}
+
+/// Two relays into `addr` with topic prefix `prefix`; ra paused past its lease and
+/// resumed until its transaction meets rb's newer epoch; then every event exactly once.
+fn paused_relay_is_fenced(pg: &Pg, addr: &str, prefix: &str) {
+    // ra holds 600 ms inside each round between reading and publishing, so a stop lands
+    // there nearly always; after the resume its transaction must meet rb's newer epoch.
+    let a =
+        kafka_relay(pg, addr, "ra", &["--test-round-hold-ms", "600", "--lease-secs", "4", "--queue-prefix", prefix]);
+    let b = kafka_relay(pg, addr, "rb", &["--lease-secs", "4", "--queue-prefix", prefix]);
+    rt().block_on(async {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let inserting = {
+            let (url, stop) = (pg.url(), stop.clone());
+            tokio::spawn(async move {
+                let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(conn);
+                let mut n = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    insert(&c, &format!("agg-{}", n % 20), 1, Duration::from_millis(2)).await;
+                    n += 1;
+                }
+                n
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while a.metric("baton_relay_buckets_owned").await == 0.0 || b.metric("baton_relay_buckets_owned").await == 0.0 {
+            assert!(Instant::now() < deadline, "buckets never spread:\n{}\n{}", a.log(), b.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let mut fenced = 0.0;
+        for _ in 0..10 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            a.signal(libc::SIGSTOP);
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while b.metric("baton_relay_buckets_owned").await < 64.0 {
+                assert!(Instant::now() < deadline, "rb never took ra's buckets:\n{}", b.log());
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            a.signal(libc::SIGCONT);
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            fenced = a.metric("baton_relay_fenced_total").await;
+            if fenced > 0.0 {
+                break;
+            }
+        }
+        assert!(fenced > 0.0, "ra was never fenced by rb's epoch:\n{}", a.log());
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let n = inserting.await.unwrap();
+        let c = pg.client().await;
+        wait_delivered(&c, n as i64, Duration::from_secs(60), &|| format!("{}\n{}", a.log(), b.log())).await;
+        check_topic(&c, addr, &format!("{prefix}-order")).await;
+        assert_eq!(
+            a.metric("baton_relay_duplicates_total").await + b.metric("baton_relay_duplicates_total").await,
+            0.0
+        );
+    });
+}
+
+#[test]
+fn kafka_poison_parks_only_its_aggregate() {
+    let pg = Pg::start();
+    init(&pg);
+    let (_baton, port) = Server::start_kafka(&["--kafka-max-message-bytes", "4096"]);
+    let addr = format!("127.0.0.1:{port}");
+    let relay = kafka_relay(&pg, &addr, "r1", &["--max-attempts", "3", "--backoff-ms", "50", "--batch", "5"]);
+    rt().block_on(async {
+        let c = pg.client().await;
+        let big = "x".repeat(8000);
+        c.execute(
+            "INSERT INTO baton_outbox (aggregate_type, aggregate_id, event_type, payload) VALUES \
+             ('order', 'bad', 'huge', jsonb_build_object('blob', $1::text))",
+            &[&big],
+        )
+        .await
+        .unwrap();
+        insert(&c, "bad", 8, Duration::ZERO).await;
+        insert_all(&pg, 5, 10, Duration::ZERO).await;
+        let deadline = Instant::now() + Duration::from_secs(40);
+        loop {
+            let r = c
+                .query_one(
+                    "SELECT count(*) FILTER (WHERE status = 'delivered' AND aggregate_id <> 'bad'), \
+                     count(*) FILTER (WHERE status = 'parked' AND id = 1), count(*) FILTER (WHERE id BETWEEN 2 AND 9 AND status = 'pending') \
+                     FROM baton_outbox",
+                    &[],
+                )
+                .await
+                .unwrap();
+            if (r.get::<_, i64>(0), r.get::<_, i64>(1), r.get::<_, i64>(2)) == (50, 1, 8) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "not parked/delivered as expected; log:\n{}", relay.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let row = c.query_one("SELECT attempts, last_error FROM baton_outbox WHERE id = 1", &[]).await.unwrap();
+        assert_eq!(row.get::<_, i32>(0), 3);
+        assert!(row.get::<_, String>(1).contains("MESSAGE_TOO_LARGE"), "{}", row.get::<_, String>(1));
+        assert_eq!(relay.metric("baton_relay_parked_total").await, 1.0);
+        // Nothing of the bad aggregate reached its topic; the parked note did.
+        let order = read_topic(&addr, "outbox-order", PARTITIONS).await;
+        assert!(order.iter().all(|r| r.1 != "bad"), "the poison's aggregate went on");
+        let notes = read_topic(&addr, "outbox-parked", PARTITIONS).await;
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert_eq!(notes[0].3["id"], 1);
+        // The operator fixes the event and releases it: both go, in order.
+        c.execute("UPDATE baton_outbox SET payload = '{\"blob\": \"small\"}' WHERE id = 1", &[]).await.unwrap();
+        let out = relay_cli(&pg, &["release", "--id", "1"]);
+        assert!(out.contains("\"released\":1"), "{out}");
+        wait_delivered(&c, 59, Duration::from_secs(30), &|| relay.log()).await;
+        check_exactly_once_in_order(&c, &addr).await;
+    });
+}
+
+#[test]
+fn kafka_sigterm_hands_buckets_over_at_once() {
+    let pg = Pg::start();
+    init(&pg);
+    let (_baton, port) = Server::start_kafka(&[]);
+    let addr = format!("127.0.0.1:{port}");
+    // A 9 s lease: waiting for expiry would take up to 9 s, a release is seen at the next 3 s tick.
+    let mut a = kafka_relay(&pg, &addr, "ra", &["--lease-secs", "9"]);
+    let b = kafka_relay(&pg, &addr, "rb", &["--lease-secs", "9"]);
+    rt().block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while a.metric("baton_relay_buckets_owned").await == 0.0 || b.metric("baton_relay_buckets_owned").await == 0.0 {
+            assert!(Instant::now() < deadline, "buckets never spread:\n{}\n{}", a.log(), b.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        insert_all(&pg, 10, 10, Duration::ZERO).await;
+        a.signal(libc::SIGTERM);
+        let stopped = Instant::now();
+        let status = a.child.as_mut().unwrap().wait().unwrap();
+        assert!(status.success(), "ra exited {status:?}:\n{}", a.log());
+        a.child = None;
+        while b.metric("baton_relay_buckets_owned").await < 64.0 {
+            assert!(stopped.elapsed() < Duration::from_millis(4500), "rb waited for expiry:\n{}", b.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let c = pg.client().await;
+        wait_delivered(&c, 100, Duration::from_secs(20), &|| b.log()).await;
+        check_exactly_once_in_order(&c, &addr).await;
+    });
+}
+
+/// Opt-in: the paused relay against a real Apache Kafka at `BATON_RELAY_APACHE_KAFKA`.
+#[test]
+fn apache_kafka_paused_relay_is_fenced() {
+    let Ok(addr) = std::env::var("BATON_RELAY_APACHE_KAFKA") else {
+        eprintln!("BATON_RELAY_APACHE_KAFKA not set: skipped");
+        return;
+    };
+    let pg = Pg::start();
+    init(&pg);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    paused_relay_is_fenced(&pg, &addr, &format!("p{}x{now}", std::process::id()));
+}
+
+/// Opt-in: against a real Apache Kafka at `BATON_RELAY_APACHE_KAFKA` (host:port), with
+/// a topic prefix of its own: events inserted while a relay runs, that relay killed -9
+/// between a commit and its marking, a second relay settling and finishing: every event
+/// exactly once, in order, for a read_committed consumer.
+#[test]
+fn apache_kafka_exactly_once_across_kill9() {
+    let Ok(addr) = std::env::var("BATON_RELAY_APACHE_KAFKA") else {
+        eprintln!("BATON_RELAY_APACHE_KAFKA not set: skipped");
+        return;
+    };
+    let pg = Pg::start();
+    init(&pg);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    let prefix = format!("t{}x{now}", std::process::id());
+    let mut a = kafka_relay(&pg, &addr, "ra", &["--queue-prefix", &prefix, "--test-commit-hold-ms", "1500"]);
+    rt().block_on(async {
+        a.wait_buckets(64).await;
+        insert_all(&pg, 20, 10, Duration::ZERO).await;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while a.metric("baton_relay_delivered_total").await < 1.0 {
+            assert!(Instant::now() < deadline, "ra delivered nothing:\n{}", a.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        a.kill9();
+        let b = kafka_relay(&pg, &addr, "rb", &["--queue-prefix", &prefix]);
+        insert_all(&pg, 20, 10, Duration::ZERO).await;
+        let c = pg.client().await;
+        wait_delivered(&c, 400, Duration::from_secs(120), &|| b.log()).await;
+        check_topic(&c, &addr, &format!("{prefix}-order")).await;
+        assert!(b.log().contains("its last transaction published"), "rb settled nothing:\n{}", b.log());
+    });
+}

@@ -1,0 +1,211 @@
+//! The outbox relay tests' shared parts (tests/relay.rs, tests/relay_kafka.rs): a
+//! private PostgreSQL (scripts/peers/postgres.sh), `baton relay` children killed on
+//! drop, inserting events the way an application must (one aggregate's events under
+//! its lock) and waiting for them to be delivered.
+#![allow(dead_code)]
+
+use crate::common::{free_port, Server};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BUCKETS: &str = "64";
+
+/// A private PostgreSQL in a temp dir the `postgres` user can reach, stopped on drop.
+pub struct Pg {
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+}
+
+impl Pg {
+    pub fn start() -> Pg {
+        let dir = tempfile::Builder::new().prefix("baton-relay-pg").tempdir_in("/tmp").expect("temp dir");
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let port = free_port();
+        let pg = Pg { dir, port };
+        let st = pg.script("start");
+        assert!(st.status.success(), "postgres.sh start: {}", String::from_utf8_lossy(&st.stderr));
+        pg
+    }
+
+    pub fn script(&self, cmd: &str) -> std::process::Output {
+        Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/peers/postgres.sh"))
+            .arg(cmd)
+            .env("PEERS_DIR", self.dir.path())
+            .env("POSTGRES_PORT", self.port.to_string())
+            .output()
+            .expect("run postgres.sh")
+    }
+
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    pub async fn client(&self) -> tokio_postgres::Client {
+        let (c, conn) = tokio_postgres::connect(&self.url(), tokio_postgres::NoTls).await.expect("connect to postgres");
+        tokio::spawn(conn);
+        c
+    }
+}
+
+impl Drop for Pg {
+    fn drop(&mut self) {
+        let _ = self.script("stop");
+    }
+}
+
+/// A `baton relay run` child, killed on drop.
+pub struct Relay {
+    pub child: Option<Child>,
+    pub metrics: u16,
+    pub log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Relay {
+    pub fn start(pg: &Pg, baton: &Server, id: &str, extra: &[&str]) -> Relay {
+        Relay::start_to(pg, &["--to", &baton.url("")], id, extra)
+    }
+
+    /// Kafka mode: publish into the Kafka listener at `kafka` (host:port).
+    pub fn start_kafka(pg: &Pg, kafka: &str, id: &str, extra: &[&str]) -> Relay {
+        Relay::start_to(pg, &["--to-kafka", kafka], id, extra)
+    }
+
+    fn start_to(pg: &Pg, to: &[&str], id: &str, extra: &[&str]) -> Relay {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("relay.log");
+        let metrics = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_baton"))
+            .args(["relay", "run", "--pg", &pg.url(), "--relay-id", id])
+            .args(to)
+            .args(["--buckets", BUCKETS, "--poll-ms", "100"])
+            .args(["--metrics-addr", &format!("127.0.0.1:{metrics}")])
+            .args(if extra.contains(&"--lease-secs") { &[][..] } else { &["--lease-secs", "2"][..] })
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("spawn baton relay run");
+        Relay { child: Some(child), metrics, log, _dir: dir }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().expect("running").id() as i32
+    }
+
+    pub fn signal(&self, sig: i32) {
+        unsafe { libc::kill(self.pid(), sig) };
+    }
+
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Wait until this relay holds `n` buckets.
+    pub async fn wait_buckets(&self, n: u32) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while self.metric("baton_relay_buckets_owned").await != n as f64 {
+            assert!(Instant::now() < deadline, "relay never held {n} buckets; log:\n{}", self.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub async fn metric(&self, name: &str) -> f64 {
+        // The relay may still be starting (init, connections) when first asked.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let t = loop {
+            match reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics)).await {
+                Ok(r) => break r.text().await.unwrap(),
+                Err(e) if Instant::now() > deadline => panic!("relay metrics: {e}; log:\n{}", self.log()),
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        };
+        t.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(' ')).map(|v| v.parse().unwrap()))
+            .unwrap_or_else(|| panic!("no {name} in {t}"))
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        if let Some(c) = &self.child {
+            unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
+        }
+        self.kill9();
+    }
+}
+
+pub fn relay_cli(pg: &Pg, args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["relay"])
+        .args(args)
+        .args(["--pg", &pg.url()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "baton relay {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn init(pg: &Pg) {
+    let out = relay_cli(pg, &["init", "--buckets", BUCKETS]);
+    assert!(out.contains("\"buckets\":64"), "{out}");
+}
+
+/// Insert `n` events of one aggregate, each in its own transaction under the aggregate's lock.
+pub async fn insert(c: &tokio_postgres::Client, agg: &str, n: usize, pause: Duration) {
+    for i in 0..n {
+        c.batch_execute("BEGIN").await.unwrap();
+        c.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&agg]).await.unwrap();
+        c.execute(
+            "INSERT INTO baton_outbox (aggregate_type, aggregate_id, event_type, payload) \
+             VALUES ('order', $1, 'step', jsonb_build_object('i', $2::int))",
+            &[&agg, &(i as i32)],
+        )
+        .await
+        .unwrap();
+        c.batch_execute("COMMIT").await.unwrap();
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
+    }
+}
+
+/// `aggs` aggregates × `n` events, each aggregate from its own connection, all at once.
+pub async fn insert_all(pg: &Pg, aggs: usize, n: usize, pause: Duration) {
+    let mut tasks = Vec::new();
+    for a in 0..aggs {
+        let c = pg.client().await;
+        tasks.push(tokio::spawn(async move { insert(&c, &format!("agg-{a}"), n, pause).await }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+pub async fn wait_delivered(pg: &tokio_postgres::Client, expect: i64, within: Duration, logs: &dyn Fn() -> String) {
+    let deadline = Instant::now() + within;
+    loop {
+        let r = pg
+            .query_one("SELECT count(*) FILTER (WHERE status = 'delivered'), count(*) FROM baton_outbox", &[])
+            .await
+            .unwrap();
+        let (d, all): (i64, i64) = (r.get(0), r.get(1));
+        if d == expect && all == expect {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{d} of {all} delivered (expected {expect}); relay logs:\n{}", logs());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
