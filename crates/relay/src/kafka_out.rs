@@ -238,7 +238,10 @@ impl Wire {
         }
         let b = self.bootstrap.clone();
         let c = self.conn(&b).await?;
-        match c.create_topic(topic, partitions).await {
+        // The positions are kept for ever: an unmarked last transaction is settled from its
+        // position record, which must not age out while its bucket sits idle.
+        let keep: &[(&str, &str)] = if topic.ends_with("-relay-positions") { &[("retention.ms", "-1")] } else { &[] };
+        match c.create_topic_with(topic, partitions, keep).await {
             Ok(()) => {}
             Err(e) if e.code() == Some(TOPIC_ALREADY_EXISTS) => {}
             Err(e) => return Err(e),

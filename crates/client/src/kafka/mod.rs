@@ -229,7 +229,7 @@ fn encode<Q: Encodable>(api: ApiKey, version: i16, cid: i32, body: &Q) -> KResul
         .with_request_api_key(api as i16)
         .with_request_api_version(version)
         .with_correlation_id(cid)
-        .with_client_id(Some(StrBytes::from_static_str("baton-check")))
+        .with_client_id(Some(StrBytes::from_static_str("baton")))
         .encode(&mut b, api.request_header_version(version))
         .map_err(|e| KafkaError::Protocol(format!("encode {api:?} v{version} header: {e}")))?;
     body.encode(&mut b, version).map_err(|e| KafkaError::Protocol(format!("encode {api:?} v{version}: {e}")))?;

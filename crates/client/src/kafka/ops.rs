@@ -143,11 +143,26 @@ impl KafkaConn {
 
     /// CreateTopics for one topic of `partitions` partitions (replication 1).
     pub async fn create_topic(&mut self, topic: &str, partitions: i32) -> KResult<()> {
+        self.create_topic_with(topic, partitions, &[]).await
+    }
+
+    /// Creates a topic with these configs, replicated as the broker's default says
+    /// (replication factor -1, KIP-464): 1 would leave it unreplicated on a cluster.
+    pub async fn create_topic_with(&mut self, topic: &str, partitions: i32, configs: &[(&str, &str)]) -> KResult<()> {
+        let configs = configs
+            .iter()
+            .map(|(k, v)| {
+                create_topics_request::CreatableTopicConfig::default()
+                    .with_name(StrBytes::from_string(k.to_string()))
+                    .with_value(Some(StrBytes::from_string(v.to_string())))
+            })
+            .collect();
         let req = CreateTopicsRequest::default().with_timeout_ms(self.timeout_ms()).with_topics(vec![
             create_topics_request::CreatableTopic::default()
                 .with_name(TopicName(name(topic)))
                 .with_num_partitions(partitions)
-                .with_replication_factor(1),
+                .with_replication_factor(-1)
+                .with_configs(configs),
         ]);
         let r: CreateTopicsResponse = self.request(ApiKey::CreateTopics, &req).await?;
         let t = r.topics.first().ok_or_else(|| shape("topic"))?;
