@@ -131,49 +131,9 @@ fn paused_relay_is_fenced() {
     let a = Relay::start(&pg, &baton, "ra", &["--test-round-hold-ms", "600", "--lease-secs", "4"]);
     let b = Relay::start(&pg, &baton, "rb", &["--test-round-hold-ms", "1500", "--lease-secs", "4"]);
     rt().block_on(async {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let inserting = {
-            let (url, stop) = (pg.url(), stop.clone());
-            tokio::spawn(async move {
-                let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                tokio::spawn(conn);
-                let mut n = 0;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    insert(&c, &format!("agg-{}", n % 20), 1, Duration::from_millis(2)).await;
-                    n += 1;
-                }
-                n
-            })
-        };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while a.metric("baton_relay_buckets_owned").await == 0.0 || b.metric("baton_relay_buckets_owned").await == 0.0 {
-            assert!(Instant::now() < deadline, "buckets never spread:\n{}\n{}", a.log(), b.log());
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        // Pause ra past its 2 s lease while events keep coming; rb takes its buckets;
-        // ra resumes in the middle of a round and its next guarded push must be refused.
-        // A stop between rounds (then the renewal sees the loss first and nothing is pushed)
-        // is still possible: up to ten tries.
-        let mut fenced = 0.0;
-        for _ in 0..10 {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            a.signal(libc::SIGSTOP);
-            let deadline = Instant::now() + Duration::from_secs(15);
-            while b.metric("baton_relay_buckets_owned").await < 64.0 {
-                assert!(Instant::now() < deadline, "rb never took ra's buckets:\n{}", b.log());
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            a.signal(libc::SIGCONT);
-            tokio::time::sleep(Duration::from_millis(1500)).await;
-            fenced = a.metric("baton_relay_fenced_total").await;
-            if fenced > 0.0 {
-                break;
-            }
-        }
-        assert!(fenced > 0.0, "ra was never refused by its lease guard:\n{}", a.log());
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let n = inserting.await.unwrap();
+        // Pause ra past its 4 s lease while events keep coming; rb takes its buckets; ra
+        // resumes in the middle of a round and its next guarded push must be refused.
+        let n = pause_until_fenced(&pg, &a, &b, Duration::from_secs(15), 300).await;
         let c = pg.client().await;
         wait_delivered(&c, n as i64, Duration::from_secs(30), &|| format!("{}\n{}", a.log(), b.log())).await;
         check_exactly_once_in_order(&c, &baton).await;

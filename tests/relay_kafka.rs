@@ -185,45 +185,7 @@ fn paused_relay_is_fenced(pg: &Pg, addr: &str, prefix: &str) {
         kafka_relay(pg, addr, "ra", &["--test-round-hold-ms", "600", "--lease-secs", "4", "--queue-prefix", prefix]);
     let b = kafka_relay(pg, addr, "rb", &["--lease-secs", "4", "--queue-prefix", prefix]);
     rt().block_on(async {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let inserting = {
-            let (url, stop) = (pg.url(), stop.clone());
-            tokio::spawn(async move {
-                let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                tokio::spawn(conn);
-                let mut n = 0;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    insert(&c, &format!("agg-{}", n % 20), 1, Duration::from_millis(2)).await;
-                    n += 1;
-                }
-                n
-            })
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while a.metric("baton_relay_buckets_owned").await == 0.0 || b.metric("baton_relay_buckets_owned").await == 0.0 {
-            assert!(Instant::now() < deadline, "buckets never spread:\n{}\n{}", a.log(), b.log());
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let mut fenced = 0.0;
-        for _ in 0..10 {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            a.signal(libc::SIGSTOP);
-            let deadline = Instant::now() + Duration::from_secs(20);
-            while b.metric("baton_relay_buckets_owned").await < 64.0 {
-                assert!(Instant::now() < deadline, "rb never took ra's buckets:\n{}", b.log());
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            a.signal(libc::SIGCONT);
-            tokio::time::sleep(Duration::from_millis(1500)).await;
-            fenced = a.metric("baton_relay_fenced_total").await;
-            if fenced > 0.0 {
-                break;
-            }
-        }
-        assert!(fenced > 0.0, "ra was never fenced by rb's epoch:\n{}", a.log());
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let n = inserting.await.unwrap();
+        let n = pause_until_fenced(pg, &a, &b, Duration::from_secs(20), 500).await;
         let c = pg.client().await;
         wait_delivered(&c, n as i64, Duration::from_secs(60), &|| format!("{}\n{}", a.log(), b.log())).await;
         check_topic(&c, addr, &format!("{prefix}-order")).await;
