@@ -149,39 +149,8 @@ fn poison_parks_only_its_aggregate() {
     // the waiting ones must not fill every batch and starve the other aggregates.
     let relay = Relay::start(&pg, &baton, "r1", &["--max-attempts", "3", "--backoff-ms", "50", "--batch", "5"]);
     rt().block_on(async {
-        let c = pg.client().await;
-        let big = "x".repeat(8000);
-        c.execute(
-            "INSERT INTO baton_outbox (aggregate_type, aggregate_id, event_type, payload) VALUES \
-             ('order', 'bad', 'huge', jsonb_build_object('blob', $1::text))",
-            &[&big],
-        )
-        .await
-        .unwrap();
-        insert(&c, "bad", 8, Duration::ZERO).await;
-        insert_all(&pg, 5, 10, Duration::ZERO).await;
-        // The five good aggregates are delivered; the poison event is parked, its followers wait.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let r = c
-                .query_one(
-                    "SELECT count(*) FILTER (WHERE status = 'delivered' AND aggregate_id <> 'bad'), \
-                     count(*) FILTER (WHERE status = 'parked' AND id = 1), count(*) FILTER (WHERE id BETWEEN 2 AND 9 AND status = 'pending') \
-                     FROM baton_outbox",
-                    &[],
-                )
-                .await
-                .unwrap();
-            if (r.get::<_, i64>(0), r.get::<_, i64>(1), r.get::<_, i64>(2)) == (50, 1, 8) {
-                break;
-            }
-            assert!(Instant::now() < deadline, "not parked/delivered as expected; log:\n{}", relay.log());
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let row = c.query_one("SELECT attempts, last_error FROM baton_outbox WHERE id = 1", &[]).await.unwrap();
-        assert_eq!(row.get::<_, i32>(0), 3);
-        assert!(row.get::<_, String>(1).contains("413"), "{}", row.get::<_, String>(1));
-        assert_eq!(relay.metric("baton_relay_parked_total").await, 1.0);
+        // The good aggregates are delivered; the poison event is parked, its followers wait.
+        let c = poison_parks(&pg, &relay, Duration::from_secs(30), "413").await;
         let parked = relay_cli(&pg, &["parked"]);
         let lines: Vec<Value> = parked.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines.len(), 1, "{parked}");

@@ -258,3 +258,43 @@ pub async fn pause_until_fenced(pg: &Pg, a: &Relay, b: &Relay, within: Duration,
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     inserting.await.unwrap()
 }
+
+/// A poison event (an 8,000-byte payload the broker refuses) first in aggregate `bad`,
+/// 8 more behind it, and 10 events in each of 5 other aggregates: waits until the 50
+/// good ones are delivered, the poison is parked after 3 attempts (its last error naming
+/// `error`) and its followers still wait. Answers the client for the test's own checks.
+pub async fn poison_parks(pg: &Pg, relay: &Relay, within: Duration, error: &str) -> tokio_postgres::Client {
+    let c = pg.client().await;
+    let big = "x".repeat(8000);
+    c.execute(
+        "INSERT INTO baton_outbox (aggregate_type, aggregate_id, event_type, payload) VALUES \
+         ('order', 'bad', 'huge', jsonb_build_object('blob', $1::text))",
+        &[&big],
+    )
+    .await
+    .unwrap();
+    insert(&c, "bad", 8, Duration::ZERO).await;
+    insert_all(pg, 5, 10, Duration::ZERO).await;
+    let deadline = Instant::now() + within;
+    loop {
+        let r = c
+            .query_one(
+                "SELECT count(*) FILTER (WHERE status = 'delivered' AND aggregate_id <> 'bad'), \
+                 count(*) FILTER (WHERE status = 'parked' AND id = 1), count(*) FILTER (WHERE id BETWEEN 2 AND 9 AND status = 'pending') \
+                 FROM baton_outbox",
+                &[],
+            )
+            .await
+            .unwrap();
+        if (r.get::<_, i64>(0), r.get::<_, i64>(1), r.get::<_, i64>(2)) == (50, 1, 8) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not parked/delivered as expected; log:\n{}", relay.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let row = c.query_one("SELECT attempts, last_error FROM baton_outbox WHERE id = 1", &[]).await.unwrap();
+    assert_eq!(row.get::<_, i32>(0), 3);
+    assert!(row.get::<_, String>(1).contains(error), "{}", row.get::<_, String>(1));
+    assert_eq!(relay.metric("baton_relay_parked_total").await, 1.0);
+    c
+}

@@ -213,12 +213,37 @@ impl KafkaConn {
         max_wait_ms: i32,
         max_bytes: i32,
     ) -> KResult<Fetched> {
+        let p = self.fetch_one(topic, partition, offset, max_wait_ms, max_bytes, 0).await?;
+        let mut records = match &p.records {
+            Some(b) => decode_records(b)?,
+            None => Vec::new(),
+        };
+        // The first batch may start before the asked offset.
+        records.retain(|(o, _)| *o >= offset);
+        if records.windows(2).any(|w| w[0].0 >= w[1].0) {
+            return Err(KafkaError::Protocol("fetched offsets are not increasing".into()));
+        }
+        Ok(Fetched { high_watermark: p.high_watermark, log_start: p.log_start_offset, records })
+    }
+
+    /// One partition's Fetch answer (no fetch session) at `isolation` (0: read_uncommitted,
+    /// 1: read_committed), its error codes judged; at most [`FETCH_MAX_BYTES`].
+    pub(super) async fn fetch_one(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_wait_ms: i32,
+        max_bytes: i32,
+        isolation: i8,
+    ) -> KResult<fetch_response::PartitionData> {
         let max_bytes = max_bytes.clamp(1, FETCH_MAX_BYTES);
         let req = FetchRequest::default()
             .with_replica_id((-1).into())
             .with_max_wait_ms(max_wait_ms)
             .with_min_bytes(1)
             .with_max_bytes(max_bytes)
+            .with_isolation_level(isolation)
             .with_session_id(0)
             .with_session_epoch(-1)
             .with_topics(vec![fetch_request::FetchTopic::default()
@@ -231,20 +256,12 @@ impl KafkaConn {
         code(r.error_code, None)?;
         let p = r
             .responses
-            .first()
-            .and_then(|t| t.partitions.iter().find(|p| p.partition_index == partition))
+            .into_iter()
+            .next()
+            .and_then(|t| t.partitions.into_iter().find(|p| p.partition_index == partition))
             .ok_or_else(|| shape("partition"))?;
         code(p.error_code, None)?;
-        let mut records = match &p.records {
-            Some(b) => decode_records(b)?,
-            None => Vec::new(),
-        };
-        // The first batch may start before the asked offset.
-        records.retain(|(o, _)| *o >= offset);
-        if records.windows(2).any(|w| w[0].0 >= w[1].0) {
-            return Err(KafkaError::Protocol("fetched offsets are not increasing".into()));
-        }
-        Ok(Fetched { high_watermark: p.high_watermark, log_start: p.log_start_offset, records })
+        Ok(p)
     }
 
     /// A standalone commit (generation -1, no member): `group`'s next offset on one partition.

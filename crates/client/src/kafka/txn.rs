@@ -322,29 +322,7 @@ impl KafkaConn {
         max_wait_ms: i32,
         max_bytes: i32,
     ) -> KResult<FetchedCommitted> {
-        let max_bytes = max_bytes.clamp(1, super::FETCH_MAX_BYTES);
-        let req = FetchRequest::default()
-            .with_replica_id((-1).into())
-            .with_max_wait_ms(max_wait_ms)
-            .with_min_bytes(1)
-            .with_max_bytes(max_bytes)
-            .with_isolation_level(1)
-            .with_session_id(0)
-            .with_session_epoch(-1)
-            .with_topics(vec![fetch_request::FetchTopic::default()
-                .with_topic(TopicName(name(topic)))
-                .with_partitions(vec![fetch_request::FetchPartition::default()
-                    .with_partition(partition)
-                    .with_fetch_offset(offset)
-                    .with_partition_max_bytes(max_bytes)])]);
-        let r: FetchResponse = self.request(ApiKey::Fetch, &req).await?;
-        code(r.error_code, None)?;
-        let p = r
-            .responses
-            .first()
-            .and_then(|t| t.partitions.iter().find(|p| p.partition_index == partition))
-            .ok_or_else(|| shape("partition"))?;
-        code(p.error_code, None)?;
+        let p = self.fetch_one(topic, partition, offset, max_wait_ms, max_bytes, 1).await?;
         let aborted: Vec<(i64, i64)> = p
             .aborted_transactions
             .as_ref()
