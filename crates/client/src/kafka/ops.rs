@@ -7,12 +7,10 @@
 //! the recorder writes those fields into the history.
 
 use super::{KResult, KafkaConn, KafkaError};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::RecordBatchDecoder;
 
 /// The most a Fetch asks for (whole answer and partition): well under [`super::MAX_FRAME`].
 pub const FETCH_MAX_BYTES: i32 = 4 << 20;
@@ -50,51 +48,29 @@ pub struct Fetched {
     pub records: Vec<(i64, Option<Bytes>)>,
 }
 
-fn name(s: &str) -> StrBytes {
+pub(super) fn name(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
 
-fn code(code: i16, message: Option<&StrBytes>) -> KResult<()> {
+pub(super) fn code(code: i16, message: Option<&StrBytes>) -> KResult<()> {
     match code {
         0 => Ok(()),
         c => Err(KafkaError::Code { code: c, message: message.map(|m| m.to_string()) }),
     }
 }
 
-fn shape(what: &str) -> KafkaError {
+pub(super) fn shape(what: &str) -> KafkaError {
     KafkaError::Protocol(format!("the answer has no {what}"))
 }
 
 /// One uncompressed v2 batch of `values` (base offset 0: the broker assigns
 /// offsets), from an idempotent producer when `producer` is given.
 pub fn record_batch(values: &[&[u8]], producer: Option<ProducerSeq>) -> KResult<Bytes> {
-    let (pid, epoch, seq) = producer.map_or((-1, -1, -1), |p| (p.id, p.epoch, p.seq));
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
-    let recs: Vec<Record> = values
+    let records: Vec<super::OutRecord> = values
         .iter()
-        .enumerate()
-        .map(|(i, v)| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: pid,
-            producer_epoch: epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            // The encoder keeps one batch while offset - sequence is constant; with
-            // no producer that makes the base sequence -1, as Kafka wants.
-            sequence: if seq < 0 { i as i32 - 1 } else { seq.wrapping_add(i as i32) },
-            timestamp: now,
-            key: None,
-            value: Some(Bytes::copy_from_slice(v)),
-            headers: Default::default(),
-        })
+        .map(|v| super::OutRecord { key: None, value: Some(Bytes::copy_from_slice(v)), headers: Vec::new() })
         .collect();
-    let mut b = BytesMut::new();
-    RecordBatchEncoder::encode(&mut b, &recs, &RecordEncodeOptions { version: 2, compression: Compression::None })
-        .map_err(|e| KafkaError::Protocol(format!("encode a batch: {e}")))?;
-    Ok(b.freeze())
+    super::record_batch_keyed(&records, producer, false)
 }
 
 /// The records of fetched bytes. A batch cut short at the end (Kafka lets a
@@ -310,6 +286,7 @@ impl KafkaConn {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::BytesMut;
 
     #[test]
     fn a_batch_carries_the_producer_fields_asked_for_and_decodes_back() {

@@ -8,10 +8,10 @@
 //! [`KafkaError::Code`]. Must never retry (CONCURRENT_TRANSACTIONS and the like
 //! are the caller's to wait out), and never panic on what the broker sends.
 
+use super::ops::{code, name, shape};
 use super::{KResult, KafkaConn, KafkaError, ProducerSeq};
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::TimestampType;
 use kafka_protocol::records::{Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions};
 
@@ -54,21 +54,6 @@ pub struct TxnId {
     pub epoch: i16,
 }
 
-fn name(s: &str) -> StrBytes {
-    StrBytes::from_string(s.to_string())
-}
-
-fn code(code: i16, message: Option<&StrBytes>) -> KResult<()> {
-    match code {
-        0 => Ok(()),
-        c => Err(KafkaError::Code { code: c, message: message.map(|m| m.to_string()) }),
-    }
-}
-
-fn shape(what: &str) -> KafkaError {
-    KafkaError::Protocol(format!("the answer has no {what}"))
-}
-
 /// One uncompressed v2 batch of `records`; `transactional` sets the batch's
 /// transactional bit (the producer must then be given).
 pub fn record_batch_keyed(records: &[OutRecord], producer: Option<ProducerSeq>, transactional: bool) -> KResult<Bytes> {
@@ -94,6 +79,8 @@ pub fn record_batch_keyed(records: &[OutRecord], producer: Option<ProducerSeq>, 
                 producer_epoch: epoch,
                 timestamp_type: TimestampType::Creation,
                 offset: i as i64,
+                // The encoder keeps one batch while offset - sequence is constant; with
+                // no producer that makes the base sequence -1, as Kafka wants.
                 sequence: if seq < 0 { i as i32 - 1 } else { seq.wrapping_add(i as i32) },
                 timestamp: now,
                 key: r.key.clone(),
