@@ -329,3 +329,32 @@ async fn a_multi_partition_pop_claims_a_bounded_number_of_partitions() {
     let (_, v) = api.get("/api/v1/pop/queue/mp?batch=100&partitions=64").await;
     assert_eq!(v["messages"].as_array().map(Vec::len), Some(6), "the leased 64 are not given again: {v}");
 }
+
+#[tokio::test]
+async fn conflation_is_a_groups_registered_policy_and_refuses_what_it_cannot_do() {
+    let api = Api::start();
+    api.push_n("cf", "p", "t", 0..5).await;
+    for (q, code) in [
+        ("conflation=true", "conflation_needs_group"),
+        ("conflation=true&consumerGroup=g&autoAck=true", "conflation_auto_ack"),
+    ] {
+        let (st, v) = api.get(&format!("/api/v1/pop/queue/cf?batch=10&{q}")).await;
+        assert_eq!((st, v["code"].as_str()), (400, Some(code)), "{v}");
+    }
+    // Only the pop that declares it writes the policy row.
+    let forged = json!({"operations": [{"op": "put", "ns": "queen-conflation", "key": "x\u{1e}cf", "value": true}]});
+    let (st, v) = api.post("/api/v1/kv", forged).await;
+    assert_eq!((st, v["code"].as_str()), (400, Some("reserved_namespace")), "{v}");
+    let (st, v) = api.get("/api/v1/pop/queue/cf?batch=10&consumerGroup=g&conflation=true").await;
+    assert_eq!((st, v["messages"].as_array().map(Vec::len), v["retired"].as_u64()), (200, Some(1), Some(4)), "{v}");
+    api.ack_ok(v["messages"].as_array().unwrap()).await;
+    // An empty pop of a conflating group still says so (Queen's client checks the echo).
+    let (st, v) = api.get("/api/v1/pop/queue/cf?batch=10&consumerGroup=g").await;
+    assert_eq!((st, &v["conflation"], v["messages"].as_array().map(Vec::len)), (200, &json!(true), Some(0)), "{v}");
+    // Deleting the group forgets its policy: it starts again as a plain group.
+    let (st, _) =
+        api.c.delete(api.s.url("/api/v1/consumer-groups/g")).send().await.map(|r| (r.status().as_u16(), ())).unwrap();
+    assert_eq!(st, 200);
+    let (st, v) = api.get("/api/v1/pop/queue/cf?batch=10&consumerGroup=g").await;
+    assert_eq!((st, v["messages"].as_array().map(Vec::len), v.get("conflation")), (200, Some(5), None), "{v}");
+}

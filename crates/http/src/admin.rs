@@ -235,7 +235,8 @@ pub struct DepthParams {
 }
 
 /// Queen's depth report (`admin.get_queue_depth`): the backlog as one group sees it, or as
-/// queue mode does. Baton has no conflation, so `effectivePending` is `pending`.
+/// queue mode does; for a conflating group (D61) `effectivePending` counts the partitions
+/// that owe anything (each hands over one message), otherwise it is `pending`.
 pub async fn depth(
     State(app): State<App>,
     Path(name): Path<String>,
@@ -247,6 +248,11 @@ pub async fn depth(
     let group = params.group.filter(|g| !g.is_empty());
     let q = one_queue_as(&app, &name, group.clone()).await?;
     let owing = q.partitions.iter().filter(|p| p.depth > 0).count();
+    // A conflating group is handed one message per partition that owes any (D61).
+    let conflating = match &group {
+        Some(g) => crate::conflation::policy(&app, &name, g, false).await?,
+        None => false,
+    };
     let (parts, about) = page.cut(q.partitions);
     let parts: Vec<_> =
         parts.iter().map(|p| json!({"partition": p.name, "pending": p.depth, "depth": p.depth})).collect();
@@ -255,8 +261,8 @@ pub async fn depth(
         "group": group,
         "pending": q.depth,
         "partitionsPending": owing,
-        "conflation": false,
-        "effectivePending": q.depth,
+        "conflation": conflating,
+        "effectivePending": if conflating { owing as u64 } else { q.depth },
         "depth": q.depth,
         "partitions": parts,
         "partitionPage": about,
@@ -318,6 +324,7 @@ pub async fn group(State(app): State<App>, Path(name): Path<String>) -> Result<R
 
 pub async fn delete_group(State(app): State<App>, Path(name): Path<String>) -> Result<Response, ApiError> {
     app.engine.delete_group(name.clone()).await?;
+    crate::conflation::forget(&app, &name, None).await?;
     Ok(Json(json!({"success": true, "deleted": name})).into_response())
 }
 
@@ -330,6 +337,7 @@ pub async fn delete_group_on_queue(
     Path((group, queue)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let partitions = app.engine.delete_group_on_queue(group.clone(), queue.clone()).await?;
+    crate::conflation::forget(&app, &group, Some(&queue)).await?;
     Ok(Json(json!({"success": true, "consumerGroup": group, "queue": queue, "partitions": partitions})).into_response())
 }
 

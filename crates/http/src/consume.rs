@@ -34,6 +34,8 @@ pub struct PopParams {
     lease_seconds: Option<u64>,
     /// Queen's multi-partition pop: up to this many partitions for one answer (D60).
     partitions: Option<u32>,
+    /// Queen's conflation: this group's pops deliver a partition's newest message only (D61).
+    conflation: Option<bool>,
 }
 
 /// Most partitions one pop claims (`partitions=`).
@@ -73,15 +75,39 @@ async fn pop(
             ))
         }
     };
+    let conflating = match (&req.group, q.conflation) {
+        (None, Some(true)) => {
+            return Err(ApiError::bad(
+                "conflation_needs_group",
+                "conflation is a consumer group's policy: name consumerGroup",
+            ))
+        }
+        (Some(g), declared) => crate::conflation::policy(&app, &req.queue, g, declared == Some(true)).await?,
+        (None, _) => false,
+    };
+    if conflating && req.auto_ack {
+        return Err(ApiError::bad(
+            "conflation_auto_ack",
+            "a conflating group cannot settle messages at delivery (autoAck)",
+        ));
+    }
     let notify = app.engine.pop_notifier(&req.queue, req.group.as_deref().unwrap_or(QUEUE_MODE));
     loop {
         let woken = notify.notified();
         tokio::pin!(woken);
         woken.as_mut().enable();
-        if let Some(answer) = attempt_wide(&app, &req, wide).await? {
+        if conflating {
+            if let Some(body) = crate::conflation::pop(&app, &req).await? {
+                return Ok(json_body(body));
+            }
+        } else if let Some(answer) = attempt_wide(&app, &req, wide).await? {
             return Ok(answer);
         }
         if !wait || tokio::time::Instant::now() >= deadline {
+            // Queen's client needs the policy's echo on an empty pop too.
+            if conflating {
+                return Ok(Json(json!({"success": true, "messages": [], "conflation": true})).into_response());
+            }
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
         tokio::select! {
@@ -298,7 +324,7 @@ struct PopAnswer<'a> {
 
 /// The answer, the leased offsets with no record (compaction dropped them, D50), and how
 /// many messages it shows.
-fn render_pop(r: PopResult) -> Result<(Vec<u8>, Vec<u64>, usize), ApiError> {
+pub(crate) fn render_pop(r: PopResult) -> Result<(Vec<u8>, Vec<u64>, usize), ApiError> {
     let want: std::collections::HashMap<u64, u32> = r.messages.iter().copied().collect();
     let recs = read_records(&r.spans, |o| want.contains_key(&o))
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?;

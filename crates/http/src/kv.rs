@@ -49,8 +49,14 @@ pub struct KvBody {
 /// a trace (`/api/v1/traces`), an ephemeral queue's declared options and a queue's
 /// namespace and task. A client that could `put` a permit row could forge a
 /// lock holder or move its fencing token; reads and `check` (a lock's guard) stay open.
-pub const RESERVED_NAMESPACES: [&str; 5] =
-    [crate::locks::NS, crate::traces::NS, crate::ephemeral::NS, crate::namespaces::NS, crate::streams::NS];
+pub const RESERVED_NAMESPACES: [&str; 6] = [
+    crate::locks::NS,
+    crate::traces::NS,
+    crate::ephemeral::NS,
+    crate::namespaces::NS,
+    crate::streams::NS,
+    crate::conflation::NS,
+];
 
 /// `max_depth` bounds a stored value's nesting (`--max-payload-depth`).
 /// The one path from a client's JSON to a KV op: it refuses writes to a reserved namespace.

@@ -8,6 +8,7 @@
 mod admin;
 mod body;
 mod browse;
+mod conflation;
 mod consume;
 mod ephemeral;
 mod error;
@@ -175,6 +176,8 @@ pub struct AppState {
     pub(crate) ephemeral: ephemeral::Ephemeral,
     /// The namespace and task tags, read at most once a second (D57).
     pub(crate) tags: namespaces::TagCache,
+    /// Conflation policies per (group, queue), read once each (D61).
+    pub(crate) conflation: conflation::Policies,
 }
 
 pub use ephemeral::{DEFAULT_MAX_MB as EPHEMERAL_DEFAULT_MAX_MB, DEFAULT_MAX_QUEUES as EPHEMERAL_DEFAULT_MAX_QUEUES};
@@ -264,6 +267,7 @@ pub fn router_with_shutdown(engine: Engine, cfg: HttpConfig, shutdown: Shutdown)
         lookups,
         ephemeral,
         tags: namespaces::TagCache::default(),
+        conflation: conflation::Policies::default(),
     });
     Router::new()
         .route("/health", get(admin::health))

@@ -1,0 +1,135 @@
+//! Queen's conflation (`pop().conflation()`, issue 16 item 2, D61): a conflating consumer
+//! group's pop of a partition delivers only the newest message and retires everything
+//! behind it. The policy belongs to the (group, queue): the first pop that declares it
+//! registers it (a KV row in the reserved namespace [`NS`], key `<group>\u{1e}<queue>`),
+//! and from then on every pop of that group on that queue conflates, declared or not.
+//!
+//! Owns the policy rows, their cache and the conflating pop. Must never deliver an older
+//! message of a partition beside a newer one to a conflating group, retire a message the
+//! group's lease does not hold (retiring is an ack by offset under that lease), or read
+//! the policy row more than once per (group, queue) while it is cached.
+
+use crate::consume::render_pop;
+use crate::error::ApiError;
+use crate::App;
+use axum::http::StatusCode;
+use baton_core::kv::{KvOp, KvResult};
+use baton_core::{AckItem, AckStatus, PopRequest};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+
+/// The KV namespace of conflation policies (written only by the pop that registers one).
+pub const NS: &str = "queen-conflation";
+/// Messages one conflating pop leases to find a partition's newest (it retires the rest).
+pub const CONFLATION_BATCH: u32 = 10_000;
+/// Policies cached per process; past it the cache starts over (each entry is re-read once).
+const MAX_CACHED: usize = 100_000;
+
+/// (group, queue) -> registered policy (`false`: no row, the group does not conflate).
+#[derive(Default)]
+pub struct Policies(Mutex<HashMap<(String, String), bool>>);
+
+fn key(group: &str, queue: &str) -> String {
+    format!("{group}\u{1e}{queue}")
+}
+
+impl Policies {
+    fn remember(&self, group: &str, queue: &str, on: bool) {
+        let mut m = self.0.lock();
+        if m.len() >= MAX_CACHED {
+            m.clear();
+        }
+        m.insert((group.to_string(), queue.to_string()), on);
+    }
+
+    /// Forgets a deleted group's policies (all queues, or one).
+    pub fn forget(&self, group: &str, queue: Option<&str>) {
+        self.0.lock().retain(|(g, q), _| g != group || queue.is_some_and(|name| name != q));
+    }
+}
+
+/// Whether `group`'s pops of `queue` conflate; a pop that declares conflation registers it.
+pub async fn policy(app: &App, queue: &str, group: &str, declared: bool) -> Result<bool, ApiError> {
+    let cached = app.conflation.0.lock().get(&(group.to_string(), queue.to_string())).copied();
+    match cached {
+        Some(true) => return Ok(true),
+        Some(false) if !declared => return Ok(false),
+        _ => {}
+    }
+    let ns = NS.to_string();
+    let op = if declared {
+        KvOp::PutIfAbsent { ns, key: key(group, queue), value: "true".into(), ttl_secs: None, required: false }
+    } else {
+        KvOp::Get { ns, key: key(group, queue) }
+    };
+    let on = match app.engine.kv(vec![op]).await?.ok().and_then(|mut r| r.pop()) {
+        Some(KvResult::Found(row)) => row.is_some(),
+        // Applied now, or already there: a row is only ever "true".
+        Some(KvResult::Write { .. }) => true,
+        _ => false,
+    };
+    app.conflation.remember(group, queue, on);
+    Ok(on)
+}
+
+/// Deletes the policy rows of a deleted group: its one queue's, or (a page a step) all.
+pub async fn forget(app: &App, group: &str, queue: Option<&str>) -> Result<(), ApiError> {
+    app.conflation.forget(group, queue);
+    let del = |k: String| KvOp::Delete { ns: NS.into(), key: k, expect: None, required: false };
+    if let Some(q) = queue {
+        app.engine.kv(vec![del(key(group, q))]).await?.ok();
+        return Ok(());
+    }
+    let prefix = format!("{group}\u{1e}");
+    loop {
+        let page = KvOp::GetPrefix { ns: NS.into(), prefix: prefix.clone(), after: None, limit: 1000, keys_only: true };
+        let rows = match app.engine.kv(vec![page]).await?.ok().and_then(|mut r| r.pop()) {
+            Some(KvResult::Prefix { rows, .. }) if !rows.is_empty() => rows,
+            _ => return Ok(()),
+        };
+        app.engine.kv(rows.into_iter().map(|r| del(r.key)).collect()).await?.ok();
+    }
+}
+
+/// One conflating pop: lease a partition's backlog, retire every message but the newest
+/// (an ack of each under the lease, one entry), and answer the newest alone. `None`: nothing.
+pub async fn pop(app: &App, req: &PopRequest) -> Result<Option<Vec<u8>>, ApiError> {
+    let mut wide = req.clone();
+    wide.batch = CONFLATION_BATCH;
+    let Some(mut r) = app.engine.pop(wide).await.or_else(not_found_is_none)? else { return Ok(None) };
+    let retired = r.messages.len().saturating_sub(1);
+    if retired > 0 {
+        let newest = *r.messages.last().expect("a pop answers at least one message");
+        let items = r.messages[..retired]
+            .iter()
+            .map(|(offset, _)| AckItem {
+                part: r.part,
+                txid: None,
+                offset: Some(*offset),
+                lease: r.lease,
+                status: AckStatus::Completed,
+                error: None,
+            })
+            .collect();
+        for res in app.engine.ack(Some(r.group.clone()), items).await? {
+            res?;
+        }
+        r.messages = vec![newest];
+    }
+    let (body, ..) = render_pop(r)?;
+    let mut v: serde_json::Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "render_failed", e.to_string()))?;
+    v["conflation"] = true.into();
+    v["retired"] = retired.into();
+    serde_json::to_vec(&v)
+        .map(Some)
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "render_failed", e.to_string()))
+}
+
+fn not_found_is_none(e: baton_core::CoreError) -> Result<Option<baton_core::PopResult>, ApiError> {
+    if e.kind == baton_core::ErrorKind::NotFound {
+        Ok(None)
+    } else {
+        Err(e.into())
+    }
+}
