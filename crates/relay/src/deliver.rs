@@ -62,34 +62,61 @@ pub fn queue_name(prefix: &str, aggregate_type: &str) -> String {
     format!("{prefix}-{s}")
 }
 
-impl Deliverer {
-    pub async fn run(mut self, wake: Arc<Notify>) -> Result<(), Error> {
-        let poll = Duration::from_millis(self.args.poll_ms.max(10));
-        loop {
-            if self.pg.is_closed() {
-                match crate::connect(&self.args.pg.pg).await {
-                    Ok(c) => self.pg = c,
-                    Err(e) => eprintln!("baton relay {}: reconnect to postgres: {e}", self.leases.relay_id),
-                }
+/// One publishing mode (Baton or Kafka), as the shared delivery loop drives it.
+pub(crate) trait Rounds {
+    /// The PostgreSQL connection, which the loop replaces when it closed.
+    fn pg(&mut self) -> &mut tokio_postgres::Client;
+    fn args(&self) -> &RunArgs;
+    fn relay_id(&self) -> &str;
+    /// One pass over the owned buckets; how many events it settled (delivered or failed).
+    async fn round(&mut self) -> Result<usize, Error>;
+}
+
+/// Rounds until stopped: PostgreSQL reconnected when it closed; after a round that settled
+/// nothing, the next waits for a NOTIFY or `--poll-ms`, whichever comes first.
+pub(crate) async fn drive(mut d: impl Rounds, wake: Arc<Notify>) -> Result<(), Error> {
+    let poll = Duration::from_millis(d.args().poll_ms.max(10));
+    loop {
+        if d.pg().is_closed() {
+            match crate::connect(&d.args().pg.pg).await {
+                Ok(c) => *d.pg() = c,
+                Err(e) => eprintln!("baton relay {}: reconnect to postgres: {e}", d.relay_id()),
             }
-            let busy = match self.round().await {
-                Ok(n) => n > 0,
-                Err(e) => {
-                    eprintln!("baton relay {}: round: {e}", self.leases.relay_id);
-                    false
-                }
-            };
-            if !busy {
-                tokio::select! {
-                    _ = wake.notified() => {}
-                    _ = tokio::time::sleep(poll) => {}
-                }
+        }
+        let busy = match d.round().await {
+            Ok(n) => n > 0,
+            Err(e) => {
+                eprintln!("baton relay {}: round: {e}", d.relay_id());
+                false
+            }
+        };
+        if !busy {
+            tokio::select! {
+                _ = wake.notified() => {}
+                _ = tokio::time::sleep(poll) => {}
             }
         }
     }
+}
 
+impl Rounds for Deliverer {
+    fn pg(&mut self) -> &mut tokio_postgres::Client {
+        &mut self.pg
+    }
+    fn args(&self) -> &RunArgs {
+        &self.args
+    }
+    fn relay_id(&self) -> &str {
+        &self.leases.relay_id
+    }
+    async fn round(&mut self) -> Result<usize, Error> {
+        self.round_once().await
+    }
+}
+
+impl Deliverer {
     /// One pass over the owned buckets; answers how many events were settled (delivered or failed).
-    async fn round(&self) -> Result<usize, Error> {
+    async fn round_once(&self) -> Result<usize, Error> {
         // Held for the whole round: no renewal changes a token under a push.
         let st = self.leases.state.read().await;
         if st.is_empty() {

@@ -26,7 +26,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
 
 /// Every Kafka request's bound.
 const KAFKA_TIMEOUT: Duration = Duration::from_secs(10);
@@ -298,6 +297,21 @@ pub struct KafkaOut {
     group_coord: Option<String>,
 }
 
+impl crate::deliver::Rounds for KafkaOut {
+    fn pg(&mut self) -> &mut tokio_postgres::Client {
+        &mut self.pg
+    }
+    fn args(&self) -> &RunArgs {
+        &self.args
+    }
+    fn relay_id(&self) -> &str {
+        &self.leases.relay_id
+    }
+    async fn round(&mut self) -> Result<usize, Error> {
+        self.round_once().await
+    }
+}
+
 impl KafkaOut {
     pub fn new(
         pg: tokio_postgres::Client,
@@ -321,33 +335,8 @@ impl KafkaOut {
         format!("{}-relay-bucket-{bucket}", self.args.queue_prefix)
     }
 
-    pub async fn run(mut self, wake: Arc<Notify>) -> Result<(), Error> {
-        let poll = Duration::from_millis(self.args.poll_ms.max(10));
-        loop {
-            if self.pg.is_closed() {
-                match crate::connect(&self.args.pg.pg).await {
-                    Ok(c) => self.pg = c,
-                    Err(e) => eprintln!("baton relay {}: reconnect to postgres: {e}", self.leases.relay_id),
-                }
-            }
-            let busy = match self.round().await {
-                Ok(n) => n > 0,
-                Err(e) => {
-                    eprintln!("baton relay {}: round: {e}", self.leases.relay_id);
-                    false
-                }
-            };
-            if !busy {
-                tokio::select! {
-                    _ = wake.notified() => {}
-                    _ = tokio::time::sleep(poll) => {}
-                }
-            }
-        }
-    }
-
     /// Take the newly owned buckets, then publish each bucket's ready events.
-    async fn round(&mut self) -> Result<usize, Error> {
+    async fn round_once(&mut self) -> Result<usize, Error> {
         let owned: BTreeSet<u32> = self.leases.state.read().await.clone();
         // A bucket given back or lost: taking it again must fence and settle afresh.
         self.producers.retain(|b, _| owned.contains(b));

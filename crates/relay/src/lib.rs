@@ -194,7 +194,7 @@ async fn run_relay(r: RunArgs) -> Result<(), Error> {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let held = Held::Baton(leases);
     tokio::select! {
-        res = d.run(wake) => res,
+        res = deliver::drive(d, wake) => res,
         _ = term.recv() => stop(&relay_id, maintain, &held).await,
         _ = tokio::signal::ctrl_c() => stop(&relay_id, maintain, &held).await,
     }
@@ -220,7 +220,7 @@ async fn run_kafka(r: RunArgs, bootstrap: String) -> Result<(), Error> {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let held = Held::Pg(leases);
     tokio::select! {
-        res = out.run(wake) => res,
+        res = deliver::drive(out, wake) => res,
         _ = term.recv() => stop(&relay_id, maintain, &held).await,
         _ = tokio::signal::ctrl_c() => stop(&relay_id, maintain, &held).await,
     }

@@ -76,6 +76,12 @@ pub fn record_batch(values: &[&[u8]], producer: Option<ProducerSeq>) -> KResult<
 /// The records of fetched bytes. A batch cut short at the end (Kafka lets a
 /// broker send part of the last batch) is left out, not an error.
 pub fn decode_records(bytes: &Bytes) -> KResult<Vec<(i64, Option<Bytes>)>> {
+    Ok(fetched_records(bytes)?.into_iter().map(|r| (r.offset, r.value)).collect())
+}
+
+/// Every record of the whole batches in fetched bytes, control records included; a
+/// batch cut short at the end is left out, not an error.
+pub(super) fn fetched_records(bytes: &Bytes) -> KResult<Vec<kafka_protocol::records::Record>> {
     let mut out = Vec::new();
     let mut rest = bytes.clone();
     // baseOffset (8) + batchLength (4) prefix every batch.
@@ -91,7 +97,7 @@ pub fn decode_records(bytes: &Bytes) -> KResult<Vec<(i64, Option<Bytes>)>> {
         let mut one = rest.split_to(whole);
         let sets = RecordBatchDecoder::decode_all(&mut one)
             .map_err(|e| KafkaError::Protocol(format!("a fetched batch: {e}")))?;
-        out.extend(sets.into_iter().flat_map(|s| s.records).map(|r| (r.offset, r.value)));
+        out.extend(sets.into_iter().flat_map(|s| s.records));
     }
     Ok(out)
 }

@@ -13,7 +13,7 @@ use super::{KResult, KafkaConn, KafkaError, ProducerSeq};
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::*;
 use kafka_protocol::records::TimestampType;
-use kafka_protocol::records::{Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions};
+use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
 
 /// FindCoordinator's key types.
 pub const COORDINATOR_GROUP: i8 = 0;
@@ -107,39 +107,25 @@ pub fn committed_records(bytes: &Bytes, aborted: &[(i64, i64)], from: i64) -> KR
     let mut dropping = std::collections::HashSet::new();
     let mut out = Vec::new();
     let mut next = from;
-    let mut rest = bytes.clone();
-    while rest.len() >= 12 {
-        let len = i32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]);
-        if len < 0 {
-            return Err(KafkaError::Protocol(format!("a fetched batch of length {len}")));
+    for r in super::ops::fetched_records(bytes)? {
+        while next_aborted < aborted.len() && aborted[next_aborted].1 <= r.offset {
+            dropping.insert(aborted[next_aborted].0);
+            next_aborted += 1;
         }
-        let whole = 12 + len as usize;
-        if rest.len() < whole {
-            break;
+        next = next.max(r.offset.saturating_add(1));
+        if r.offset < from {
+            continue;
         }
-        let mut one = rest.split_to(whole);
-        let sets = RecordBatchDecoder::decode_all(&mut one)
-            .map_err(|e| KafkaError::Protocol(format!("a fetched batch: {e}")))?;
-        for r in sets.into_iter().flat_map(|s| s.records) {
-            while next_aborted < aborted.len() && aborted[next_aborted].1 <= r.offset {
-                dropping.insert(aborted[next_aborted].0);
-                next_aborted += 1;
-            }
-            next = next.max(r.offset.saturating_add(1));
-            if r.offset < from {
-                continue;
-            }
-            if r.control {
-                // Key: version (i16), type (i16): 0 abort, 1 commit. Either ends the transaction.
-                dropping.remove(&r.producer_id);
-                continue;
-            }
-            if r.transactional && dropping.contains(&r.producer_id) {
-                continue;
-            }
-            let headers = r.headers.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-            out.push(InRecord { offset: r.offset, key: r.key, value: r.value, headers });
+        if r.control {
+            // Key: version (i16), type (i16): 0 abort, 1 commit. Either ends the transaction.
+            dropping.remove(&r.producer_id);
+            continue;
         }
+        if r.transactional && dropping.contains(&r.producer_id) {
+            continue;
+        }
+        let headers = r.headers.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        out.push(InRecord { offset: r.offset, key: r.key, value: r.value, headers });
     }
     Ok((out, next))
 }
