@@ -40,6 +40,22 @@ const MAX_TXN_BYTES: usize = 512 << 10;
 /// an abort still completing, a transactional offset not yet stable).
 const BUSY_RETRIES: u32 = 50;
 const BUSY_PAUSE: Duration = Duration::from_millis(100);
+
+/// `$call` (a `Result<_, KafkaError>` expression) again while the answer is "busy", at most
+/// [`BUSY_RETRIES`] times [`BUSY_PAUSE`] apart; the last answer otherwise.
+macro_rules! while_busy {
+    ($call:expr) => {{
+        let mut r = $call;
+        for _ in 1..BUSY_RETRIES {
+            match &r {
+                Err(e) if is_busy(e) => tokio::time::sleep(BUSY_PAUSE).await,
+                _ => break,
+            }
+            r = $call;
+        }
+        r
+    }};
+}
 /// The most ids a position may name when read back (a transaction holds at most --batch).
 const MAX_POSITION_IDS: usize = 100_000;
 /// Headers of a row's own `headers` object copied onto its record, at most.
@@ -394,32 +410,11 @@ impl KafkaOut {
     async fn take(&mut self, b: u32) -> Result<(), Error> {
         let tid = self.tid(b);
         let coord = self.wire.coordinator(&tid, COORDINATOR_TRANSACTION).await?;
-        let mut txn = None;
-        for _ in 0..BUSY_RETRIES {
-            match self.wire.conn(&coord).await?.init_transactional(&tid, TXN_TIMEOUT_MS).await {
-                Ok(t) => {
-                    txn = Some(t);
-                    break;
-                }
-                Err(e) if is_busy(&e) => tokio::time::sleep(BUSY_PAUSE).await,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let txn = txn.ok_or("InitProducerId: the coordinator stayed busy")?;
+        let txn = while_busy!(self.wire.conn(&coord).await?.init_transactional(&tid, TXN_TIMEOUT_MS).await)?;
         let (group, positions) = (self.group(), self.positions());
         let gc = self.group_coordinator().await?;
-        let mut committed = None;
-        for _ in 0..BUSY_RETRIES {
-            match self.wire.conn(&gc).await?.offset_fetch_stable(&group, &positions, b as i32, true).await {
-                Ok((o, _)) => {
-                    committed = Some(o);
-                    break;
-                }
-                Err(e) if is_busy(&e) => tokio::time::sleep(BUSY_PAUSE).await,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let offset = committed.ok_or("OffsetFetch: the position stayed unstable")?;
+        let (offset, _) =
+            while_busy!(self.wire.conn(&gc).await?.offset_fetch_stable(&group, &positions, b as i32, true).await)?;
         if offset >= 0 {
             let leaders = self.wire.topic(&positions, self.leases.buckets as i32).await?;
             let leader = leaders.get(b as usize).ok_or("the positions topic has fewer partitions than buckets")?;
@@ -565,17 +560,10 @@ impl KafkaOut {
         let add: Vec<(String, Vec<i32>)> = add.into_iter().collect();
         // Apache Kafka answers CONCURRENT_TRANSACTIONS while the previous commit's markers
         // are still being written: wait it out (bounded) rather than take the bucket again.
-        let mut r = Err(KafkaError::Timeout);
-        for _ in 0..BUSY_RETRIES {
-            r = match self.wire.conn(&coord).await {
-                Ok(c) => c.add_partitions_to_txn(&txn, &add).await,
-                Err(e) => Err(e),
-            };
-            match &r {
-                Err(e) if is_busy(e) => tokio::time::sleep(BUSY_PAUSE).await,
-                _ => break,
-            }
-        }
+        let r = while_busy!(match self.wire.conn(&coord).await {
+            Ok(c) => c.add_partitions_to_txn(&txn, &add).await,
+            Err(e) => Err(e),
+        });
         if let Err(e) = r {
             return fail(e);
         }
@@ -626,17 +614,10 @@ impl KafkaOut {
             Err(e) => return fail(e),
         };
         p.seqs.insert(pkey, seq.wrapping_add(1));
-        let mut r = Err(KafkaError::Timeout);
-        for _ in 0..BUSY_RETRIES {
-            r = match self.wire.conn(&coord).await {
-                Ok(c) => c.add_offsets_to_txn(&txn, &group).await,
-                Err(e) => Err(e),
-            };
-            match &r {
-                Err(e) if is_busy(e) => tokio::time::sleep(BUSY_PAUSE).await,
-                _ => break,
-            }
-        }
+        let r = while_busy!(match self.wire.conn(&coord).await {
+            Ok(c) => c.add_offsets_to_txn(&txn, &group).await,
+            Err(e) => Err(e),
+        });
         if let Err(e) = r {
             return fail(e);
         }
