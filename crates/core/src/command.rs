@@ -99,6 +99,9 @@ pub struct PopRequest {
     /// For a group seen for the first time: start at the first message written at or after this time.
     pub from_ts: Option<Micros>,
     pub auto_ack: bool,
+    /// Conflation (D61): the lease's entry also settles all but the newest leased message,
+    /// and only the newest is answered (and read).
+    pub conflate: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -461,7 +461,7 @@ impl Planner {
                     if last_batch.is_none_or(|r: crate::index::BatchRec| o >= r.end()) {
                         let rec = p.find(o).map(|f| f.rec);
                         let len = rec.map_or(0, |r| r.len as u64);
-                        if !v.is_empty() && bytes + len > self.limits.max_pop_bytes {
+                        if !req.conflate && !v.is_empty() && bytes + len > self.limits.max_pop_bytes {
                             break;
                         }
                         bytes += len;
@@ -488,9 +488,13 @@ impl Planner {
             let lease = self.state.next_lease;
             let expires = now.saturating_add(lease_us);
             self.emit(Effect::Lease { part, group, lease, offsets: offsets.clone(), expires, auto_ack: req.auto_ack })?;
+            let shown = if req.conflate { &offsets[offsets.len() - 1..] } else { &offsets[..] };
+            for &offset in &offsets[..offsets.len() - shown.len()] {
+                self.emit(Effect::Ack { part, group, lease, offset, status: AckStatus::Completed, error: None })?;
+            }
             let p = &self.state.parts[&part];
             let c = &p.cursors[&group];
-            let messages = offsets.iter().map(|o| (*o, c.attempts.get(o).copied().unwrap_or(0) + 1)).collect();
+            let messages = shown.iter().map(|o| (*o, c.attempts.get(o).copied().unwrap_or(0) + 1)).collect();
             return Ok(Some(PopResult {
                 queue: req.queue.clone(),
                 part,
@@ -499,7 +503,7 @@ impl Planner {
                 lease: (!req.auto_ack).then_some(lease),
                 lease_expires: expires,
                 messages,
-                spans: p.spans_for(&offsets),
+                spans: p.spans_for(shown),
             }));
         }
         Ok(None)

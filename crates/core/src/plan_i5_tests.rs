@@ -44,6 +44,7 @@ fn i5_a_new_leader_keeps_what_was_left_of_a_short_lease_and_no_more() {
         lease_secs: Some(5),
         from_ts: None,
         auto_ack: false,
+        conflate: false,
     };
     assert!(f.at(S).pop(&req).unwrap().is_some(), "a lease until 6 s");
     f.done();

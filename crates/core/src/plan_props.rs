@@ -105,6 +105,7 @@ fn run_one(r: &mut Rng, p: &mut Planner, pops: &mut Vec<PopResult>) -> bool {
                 lease_secs: Some(1 + r.below(20)),
                 from_ts: None,
                 auto_ack: r.below(8) == 0,
+                conflate: false,
             };
             match p.step(|p| p.pop(&req)) {
                 Ok(Some(x)) => {

@@ -79,6 +79,7 @@ impl Fixture {
             lease_secs: None,
             from_ts: None,
             auto_ack: false,
+            conflate: false,
         };
         let r = self.at(now).pop(&req).unwrap();
         self.done();
@@ -581,6 +582,7 @@ fn groups_are_bounded() {
         lease_secs: None,
         from_ts: None,
         auto_ack: false,
+        conflate: false,
     };
     let e = f.at(3 * S).step(|p| p.pop(&req)).unwrap_err();
     assert_eq!((e.kind, e.code), (ErrorKind::Overloaded, "too_many_groups"));
@@ -753,4 +755,34 @@ fn acking_a_lease_by_transaction_id_in_reverse_reads_each_id_about_once() {
     let used = reads(&f) - before;
     assert!(used <= 4 * N as u64, "{used} .txid reads for a transaction acking {N} messages");
     assert!(f.pop(4 * S, "in", None, 10).is_none(), "every message was settled");
+}
+
+/// D61: a conflating pop leases a partition's backlog and retires all but its newest
+/// message in that same entry (a crash cannot leave the backlog leased and not retired),
+/// and only the newest is answered and read.
+#[test]
+fn a_conflating_pop_retires_the_backlog_in_the_entry_that_leases_it() {
+    let mut f = Fixture::new();
+    f.push(S, "q", "p", &["a", "b", "c", "d"]);
+    let req = PopRequest {
+        queue: "q".into(),
+        partition: None,
+        group: Some("g".into()),
+        batch: 100,
+        lease_secs: None,
+        from_ts: None,
+        auto_ack: false,
+        conflate: true,
+    };
+    let before = f.log.len();
+    let r = f.at(2 * S).pop(&req).unwrap().expect("the newest message");
+    f.done();
+    assert_eq!(f.log.len(), before + 1, "the lease and the retire are one entry");
+    let newest = r.messages.iter().map(|m| m.0).collect::<Vec<_>>();
+    assert_eq!(newest.len(), 1);
+    assert_eq!(r.spans.len(), 1, "only the newest is read");
+    f.ack(3 * S, &r, newest[0], AckStatus::Completed).unwrap();
+    assert!(f.pop(4 * S, "q", Some("g"), 100).is_none(), "the older three were settled by the pop");
+    // Another group is untouched.
+    assert_eq!(f.pop(5 * S, "q", Some("h"), 100).map(|r| r.messages.len()), Some(4));
 }

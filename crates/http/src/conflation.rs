@@ -6,15 +6,15 @@
 //!
 //! Owns the policy rows, their cache and the conflating pop. Must never deliver an older
 //! message of a partition beside a newer one to a conflating group, retire a message the
-//! group's lease does not hold (retiring is an ack by offset under that lease), or read
-//! the policy row more than once per (group, queue) while it is cached.
+//! group's lease does not hold (the planner retires them in the lease's own entry), or
+//! read the policy row more than once per (group, queue) while it is cached.
 
 use crate::consume::render_pop;
 use crate::error::ApiError;
 use crate::App;
 use axum::http::StatusCode;
 use baton_core::kv::{KvOp, KvResult};
-use baton_core::{AckItem, AckStatus, PopRequest};
+use baton_core::PopRequest;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 
@@ -91,36 +91,18 @@ pub async fn forget(app: &App, group: &str, queue: Option<&str>) -> Result<(), A
     }
 }
 
-/// One conflating pop: lease a partition's backlog, retire every message but the newest
-/// (an ack of each under the lease, one entry), and answer the newest alone. `None`: nothing.
+/// One conflating pop: the planner leases a partition's backlog, retires every message but
+/// the newest in the same entry and answers the newest alone (`PopRequest::conflate`), so a
+/// crash cannot leave the backlog leased but not retired. `None`: nothing.
 pub async fn pop(app: &App, req: &PopRequest) -> Result<Option<Vec<u8>>, ApiError> {
     let mut wide = req.clone();
     wide.batch = CONFLATION_BATCH;
-    let Some(mut r) = app.engine.pop(wide).await.or_else(not_found_is_none)? else { return Ok(None) };
-    let retired = r.messages.len().saturating_sub(1);
-    if retired > 0 {
-        let newest = *r.messages.last().expect("a pop answers at least one message");
-        let items = r.messages[..retired]
-            .iter()
-            .map(|(offset, _)| AckItem {
-                part: r.part,
-                txid: None,
-                offset: Some(*offset),
-                lease: r.lease,
-                status: AckStatus::Completed,
-                error: None,
-            })
-            .collect();
-        for res in app.engine.ack(Some(r.group.clone()), items).await? {
-            res?;
-        }
-        r.messages = vec![newest];
-    }
+    wide.conflate = true;
+    let Some(r) = app.engine.pop(wide).await.or_else(not_found_is_none)? else { return Ok(None) };
     let (body, ..) = render_pop(r)?;
     let mut v: serde_json::Value = serde_json::from_slice(&body)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "render_failed", e.to_string()))?;
     v["conflation"] = true.into();
-    v["retired"] = retired.into();
     serde_json::to_vec(&v)
         .map(Some)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "render_failed", e.to_string()))

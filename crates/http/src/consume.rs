@@ -149,6 +149,7 @@ pub(crate) fn pop_request(
         lease_secs: q.lease_seconds,
         from_ts,
         auto_ack: q.auto_ack.unwrap_or(false),
+        conflate: false,
     };
     let timeout = Duration::from_millis(q.timeout.unwrap_or(30_000).min(app.cfg.max_wait_ms));
     Ok((req, q.wait.unwrap_or(false), tokio::time::Instant::now() + timeout))

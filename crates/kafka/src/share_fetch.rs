@@ -114,6 +114,7 @@ async fn acquire(ctx: &Ctx, group: &str, member: &str, max_records: i32, wait: D
                 lease_secs: Some(lease_secs),
                 from_ts: None,
                 auto_ack: false,
+                conflate: false,
             })
         });
         let results = join_all(pops).await;
