@@ -106,3 +106,18 @@ async fn malformed_operations_are_refused_before_the_engine() {
     }
     api.pop_none("qo", "batch=10").await;
 }
+
+/// Every route that pushes holds the push's item bound (it lives in the one path from items
+/// to push groups): a transaction of 100,001 pushed items is 413 and stores nothing, as a
+/// push of that many is. The JSON transaction route had no bound at all.
+#[tokio::test]
+async fn a_transaction_holds_the_pushs_item_bound() {
+    let api = Api::start();
+    let items: Vec<Value> = (0..100_001).map(|i| json!({"queue": "big", "payload": i})).collect();
+    let (st, v) = api.post("/api/v1/transaction", json!({"operations": [{"type": "push", "items": items}]})).await;
+    assert_eq!((st, v["code"].as_str()), (413, Some("too_many_items")), "{v}");
+    let (st, v) = api.post("/api/v1/push", json!({ "items": items })).await;
+    assert_eq!((st, v["code"].as_str()), (413, Some("too_many_items")), "{v}");
+    let (st, _) = api.get("/api/v1/resources/queues/big").await;
+    assert_eq!(st, 404, "nothing was stored");
+}

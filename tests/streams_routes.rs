@@ -74,6 +74,11 @@ async fn a_cycle_is_whole_or_nothing_and_state_is_written_only_by_cycles() {
         let (st, v) = api.post("/streams/v1/cycle", body).await;
         assert_eq!((st, v["code"].as_str()), (400, Some(code)), "{v}");
     }
+    // The sink pushes hold the push's item bound.
+    let mut wide = cycle(json!([]), Value::Null);
+    wide["push_items"] = json!((0..100_001).map(|i| json!({"queue": "sink", "payload": i})).collect::<Vec<_>>());
+    let (st, v) = api.post("/streams/v1/cycle", wide).await;
+    assert_eq!((st, v["code"].as_str()), (413, Some("too_many_items")), "{v}");
     let mut unknown = cycle(json!([]), Value::Null);
     unknown["query_id"] = json!(uuid::Uuid::now_v7().to_string());
     let (st, v) = api.post("/streams/v1/cycle", unknown).await;

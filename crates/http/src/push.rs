@@ -115,13 +115,6 @@ pub fn push_request(raw: &[u8], cfg: &HttpConfig) -> Result<Vec<PushGroup>, ApiE
     if body.items.is_empty() {
         return Err(ApiError::bad("empty_items", "items must hold at least one item"));
     }
-    if body.items.len() > MAX_ITEMS {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_many_items",
-            format!("at most {MAX_ITEMS} items per push"),
-        ));
-    }
     build_groups(cfg, body.items)
 }
 
@@ -185,7 +178,17 @@ impl<'a> From<&'a baton_core::PushResult> for PushAnswer<'a> {
 /// The items of one (queue, partition): their request indexes and records.
 type Slot = (Vec<usize>, Vec<PushRecord>);
 
+/// The one path from pushed items to push groups (a push, binary or JSON, a transaction's
+/// pushes, a stream cycle's sink pushes): it holds the bound on items a request, so no
+/// route can forget it.
 pub(crate) fn build_groups(cfg: &HttpConfig, items: Vec<PushItem<'_>>) -> Result<Vec<PushGroup>, ApiError> {
+    if items.len() > MAX_ITEMS {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_many_items",
+            format!("at most {MAX_ITEMS} items a request, not {}", items.len()),
+        ));
+    }
     let max = cfg.max_payload_bytes;
     let mut order: Vec<(&str, &str)> = Vec::new();
     let mut by_key: HashMap<(&str, &str), Slot> = HashMap::new();
