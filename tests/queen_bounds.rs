@@ -361,3 +361,36 @@ async fn conflation_is_a_groups_registered_policy_and_refuses_what_it_cannot_do(
     let (st, v) = api.get("/api/v1/pop/queue/cf?batch=10&consumerGroup=g").await;
     assert_eq!((st, v["messages"].as_array().map(Vec::len), v.get("conflation")), (200, Some(5), None), "{v}");
 }
+
+#[tokio::test]
+async fn one_locks_call_of_many_renewals_shares_its_fsyncs() {
+    // A relay renews its buckets' leases 64 to a call. The operations are independent, so
+    // they go to the log together and share group commits; one after another they cost
+    // one fdatasync each, and a relay's deliveries waited ~100 ms behind every renewal.
+    let api = Api::start();
+    let acquire: Vec<Value> =
+        (0..64).map(|i| json!({"op": "acquire", "name": format!("b{i}"), "ttlSeconds": 30, "owner": "r"})).collect();
+    let (st, v) = locks(&api, json!(acquire)).await;
+    assert_eq!(st, 200, "{v}");
+    let renew: Vec<Value> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            assert_eq!(r["acquired"], true, "{r}");
+            json!({"op": "renew", "name": format!("b{i}"), "token": r["token"], "slot": r["slot"], "ttlSeconds": 30})
+        })
+        .collect();
+    let before = api.metric("baton_wal_batches_total").await;
+    let (st, v) = locks(&api, json!(renew)).await;
+    assert_eq!(st, 200, "{v}");
+    let renewed = v["results"].as_array().unwrap();
+    assert!(renewed.iter().all(|r| r["renewed"] == true), "{v}");
+    // The answers stay in the call's order: each names its own new token.
+    for (i, r) in renewed.iter().enumerate() {
+        assert_eq!(r["guard"]["key"].as_str().map(|k| k.starts_with(&format!("b{i}#"))), Some(true), "{r}");
+    }
+    let syncs = api.metric("baton_wal_batches_total").await - before;
+    assert!(syncs <= 16.0, "64 renewals in one call took {syncs} group commits");
+}

@@ -19,7 +19,7 @@
 #
 # Environment: POSTGRES_PORT (default 55432), POSTGRES_START_TIMEOUT (seconds, default 60),
 # PEERS_DIR (instead of .peers/, e.g. a test's temp dir; the postgres user must
-# be able to reach it).
+# be able to reach it), POSTGRES_OPTS (more server settings, e.g. "-c track_commit_timestamp=on").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -102,7 +102,7 @@ start() {
   # data/postmaster.pid, our pid file) and -w waits until it accepts
   # connections. Everything else is the default configuration.
   if ! as_pg "$bin/pg_ctl" -D "$DATA" -l "$PEER/postgres.log" -w -t "$START_TIMEOUT" \
-    -o "-c port=$PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories=$PEER" start >&2; then
+    -o "-c port=$PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories=$PEER ${POSTGRES_OPTS:-}" start >&2; then
     log "did not start; last lines of $PEER/postgres.log:"
     tail -n 30 "$PEER/postgres.log" >&2 || true
     stop

@@ -67,6 +67,11 @@ impl Relay {
         Relay::start_to(pg, &["--to", &baton.url("")], id, extra)
     }
 
+    /// Publish to the Baton at `url` (a cluster member, say).
+    pub fn start_url(pg: &Pg, url: &str, id: &str, extra: &[&str]) -> Relay {
+        Relay::start_to(pg, &["--to", url], id, extra)
+    }
+
     /// Kafka mode: publish into the Kafka listener at `kafka` (host:port).
     pub fn start_kafka(pg: &Pg, kafka: &str, id: &str, extra: &[&str]) -> Relay {
         Relay::start_to(pg, &["--to-kafka", kafka], id, extra)
@@ -297,4 +302,25 @@ pub async fn poison_parks(pg: &Pg, relay: &Relay, within: Duration, error: &str)
     assert!(row.get::<_, String>(1).contains(error), "{}", row.get::<_, String>(1));
     assert_eq!(relay.metric("baton_relay_parked_total").await, 1.0);
     c
+}
+
+/// Every aggregate's partition in the Baton at `url` holds exactly its outbox ids, in id
+/// order, once each.
+pub async fn check_in_baton(pg: &tokio_postgres::Client, url: &str) {
+    let c = baton_client::Client::new(url, 1).unwrap();
+    let rows = pg.query("SELECT aggregate_id, id FROM baton_outbox ORDER BY id", &[]).await.unwrap();
+    let mut want: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for r in rows {
+        want.entry(r.get(0)).or_default().push(format!("outbox-{}", r.get::<_, i64>(1)));
+    }
+    for (agg, ids) in &want {
+        let got: Vec<String> = c
+            .fetch_all("outbox-order", agg, 0)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.transaction_id.unwrap_or_default())
+            .collect();
+        assert_eq!(&got, ids, "partition {agg}: Baton holds (left) vs the outbox (right)");
+    }
 }

@@ -8,7 +8,7 @@
 
 use crate::lease::Leases;
 use crate::metrics::Metrics;
-use crate::schema::{Names, SETTLED};
+use crate::schema::{Names, BLOCKING_ROWS, SETTLED};
 use crate::{Error, RunArgs};
 use base64::Engine;
 use baton_client::{Client, TxnOutcome};
@@ -135,10 +135,34 @@ impl Deliverer {
         if self.args.test_round_hold_ms > 0 && !by_bucket.is_empty() {
             tokio::time::sleep(Duration::from_millis(self.args.test_round_hold_ms)).await;
         }
+        let held: Vec<(&Value, Vec<Event>)> =
+            by_bucket.into_iter().filter_map(|(b, ev)| st.get(&(b as u32)).map(|h| (&h.guard, ev))).collect();
+        // The whole round first: one Baton entry guarded by every bucket's lease and one
+        // UPDATE, so a round costs one fsync on each side however many buckets it spans.
+        // A fence, duplicate or refusal anywhere rolls all of it back (nothing written), and
+        // the buckets go one by one below, where each of those cases is settled.
+        if held.len() > 1 {
+            let guards: Vec<&Value> = held.iter().map(|(g, _)| *g).collect();
+            let items: Vec<&Value> = held.iter().flat_map(|(_, ev)| ev.iter().map(|e| &e.item)).collect();
+            match self.push(&guards, &items).await {
+                Pushed::Committed => {
+                    let ids: Vec<i64> = held.iter().flat_map(|(_, ev)| ev.iter().map(|e| e.id)).collect();
+                    self.mark(&ids, 0).await?;
+                    self.m.rounds_whole.fetch_add(1, Ordering::Relaxed);
+                    return Ok(ids.len());
+                }
+                Pushed::Unknown(e) => {
+                    eprintln!("baton relay {}: push outcome unknown, will retry: {e}", self.leases.relay_id);
+                    return Ok(0);
+                }
+                Pushed::Fenced | Pushed::Duplicate | Pushed::Refused(_) => {
+                    self.m.rounds_split.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
         let mut settled = 0;
-        for (b, events) in by_bucket {
-            let Some(h) = st.get(&(b as u32)) else { continue };
-            settled += self.bucket(&h.guard, events).await?;
+        for (guard, events) in held {
+            settled += self.bucket(guard, events).await?;
         }
         Ok(settled)
     }
@@ -157,7 +181,7 @@ impl Deliverer {
                 return Ok(n);
             }
             let items: Vec<&Value> = events.iter().map(|e| &e.item).collect();
-            let whole = self.push(guard, &items).await;
+            let whole = self.push(&[guard], &items).await;
             // After a duplicate: one at a time until the first commit (the written prefix is
             // gone). After a refusal: one at a time until the refused event is found.
             let until_refused = matches!(whole, Pushed::Refused(_));
@@ -167,7 +191,7 @@ impl Deliverer {
                     self.mark(&ids, 0).await?;
                     return Ok(n + ids.len());
                 }
-                Pushed::Fenced => return Ok(n),
+                Pushed::Fenced => return Ok(self.fenced(n)),
                 Pushed::Unknown(e) => {
                     eprintln!("baton relay {}: push outcome unknown, will retry: {e}", self.leases.relay_id);
                     return Ok(n);
@@ -178,7 +202,7 @@ impl Deliverer {
                 if failed.contains(&e.agg) {
                     continue;
                 }
-                match self.push(guard, &[&e.item]).await {
+                match self.push(&[guard], &[&e.item]).await {
                     Pushed::Committed => {
                         self.mark(&[e.id], 0).await?;
                         n += 1;
@@ -190,7 +214,7 @@ impl Deliverer {
                         self.mark(&[e.id], 1).await?;
                         n += 1;
                     }
-                    Pushed::Fenced => return Ok(n),
+                    Pushed::Fenced => return Ok(self.fenced(n)),
                     Pushed::Unknown(_) => {
                         failed.insert(e.agg);
                     }
@@ -210,8 +234,16 @@ impl Deliverer {
         }
     }
 
-    async fn push(&self, guard: &Value, items: &[&Value]) -> Pushed {
-        let body = json!({"operations": [{"type": "push", "items": items}], "kv": [guard]});
+    /// One bucket's push was refused by its lease guard: count it; answers `settled`.
+    fn fenced(&self, settled: usize) -> usize {
+        self.m.fenced.fetch_add(1, Ordering::Relaxed);
+        eprintln!("baton relay {}: push refused by the lease guard (fenced)", self.leases.relay_id);
+        settled
+    }
+
+    /// Push `items` as one transaction that commits only while every guard holds.
+    async fn push(&self, guards: &[&Value], items: &[&Value]) -> Pushed {
+        let body = json!({"operations": [{"type": "push", "items": items}], "kv": guards});
         let mut last = String::new();
         for attempt in 0..UNKNOWN_RETRIES {
             if attempt > 0 {
@@ -220,11 +252,7 @@ impl Deliverer {
             match self.baton.transaction_raw(&body, Duration::from_secs(10)).await {
                 TxnOutcome::Committed { .. } => return Pushed::Committed,
                 TxnOutcome::RolledBack { reason, .. } if reason == "duplicate" => return Pushed::Duplicate,
-                TxnOutcome::RolledBack { reason, .. } if reason == "kv_precondition" => {
-                    self.m.fenced.fetch_add(1, Ordering::Relaxed);
-                    eprintln!("baton relay {}: push refused by the lease guard (fenced)", self.leases.relay_id);
-                    return Pushed::Fenced;
-                }
+                TxnOutcome::RolledBack { reason, .. } if reason == "kv_precondition" => return Pushed::Fenced,
                 TxnOutcome::RolledBack { reason, error, .. } => return Pushed::Refused(format!("{reason}: {error}")),
                 TxnOutcome::Refused { code, body } => {
                     let b: String = body.chars().take(300).collect();
@@ -314,7 +342,7 @@ pub(crate) async fn ready(
                      created_at::text, bucket, COALESCE(next_attempt_at > now(), false), {SETTLED} \
                      FROM {t} o WHERE bucket = ANY($1) AND status = 'pending' \
                      AND NOT EXISTS (SELECT 1 FROM {t} b WHERE b.aggregate_type = o.aggregate_type \
-                       AND b.aggregate_id = o.aggregate_id AND b.id < o.id AND b.status <> 'delivered' \
+                       AND b.aggregate_id = o.aggregate_id AND b.id < o.id AND {BLOCKING_ROWS} \
                        AND (b.status = 'parked' OR b.next_attempt_at > now())) \
                      ORDER BY id LIMIT $2"
             ),

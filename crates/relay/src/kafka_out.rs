@@ -302,26 +302,39 @@ enum Txn {
     Failed(String),
 }
 
-pub struct KafkaOut {
+/// What every lane shares.
+struct Ctx {
     pg: tokio_postgres::Client,
     names: Names,
     args: RunArgs,
     leases: Arc<PgLeases>,
     m: Arc<Metrics>,
+}
+
+/// One lane: the buckets `b` with `b % lanes == i`, published one after another over
+/// connections of its own. The lanes run at once: a bucket's transaction is several round
+/// trips to the coordinator and the leaders, and one bucket after another held a round
+/// (and every event in it) to the sum of them.
+struct Lane {
     wire: Wire,
     producers: BTreeMap<u32, Producer>,
     group_coord: Option<String>,
 }
 
+pub struct KafkaOut {
+    cx: Ctx,
+    lanes: Vec<Lane>,
+}
+
 impl crate::deliver::Rounds for KafkaOut {
     fn pg(&mut self) -> &mut tokio_postgres::Client {
-        &mut self.pg
+        &mut self.cx.pg
     }
     fn args(&self) -> &RunArgs {
-        &self.args
+        &self.cx.args
     }
     fn relay_id(&self) -> &str {
-        &self.leases.relay_id
+        &self.cx.leases.relay_id
     }
     async fn round(&mut self) -> Result<usize, Error> {
         self.round_once().await
@@ -337,10 +350,67 @@ impl KafkaOut {
         leases: Arc<PgLeases>,
         m: Arc<Metrics>,
     ) -> KafkaOut {
-        let wire = Wire { bootstrap, conns: HashMap::new(), topics: HashMap::new() };
-        KafkaOut { pg, names, args, leases, m, wire, producers: BTreeMap::new(), group_coord: None }
+        let lanes = (0..args.kafka_lanes.max(1))
+            .map(|_| Lane {
+                wire: Wire { bootstrap: bootstrap.clone(), conns: HashMap::new(), topics: HashMap::new() },
+                producers: BTreeMap::new(),
+                group_coord: None,
+            })
+            .collect();
+        KafkaOut { cx: Ctx { pg, names, args, leases, m }, lanes }
     }
 
+    /// Take the newly owned buckets, then publish each bucket's ready events; the lanes
+    /// at once, each lane's buckets one after another.
+    async fn round_once(&mut self) -> Result<usize, Error> {
+        let owned: BTreeSet<u32> = self.cx.leases.state.read().await.clone();
+        let n = self.lanes.len();
+        let cx = &self.cx;
+        let takes = self.lanes.iter_mut().enumerate().map(|(i, lane)| {
+            let mine: Vec<u32> = owned.iter().copied().filter(|b| *b as usize % n == i).collect();
+            lane.take_owned(cx, mine)
+        });
+        futures_util::future::join_all(takes).await;
+        let live: Vec<i32> = self.lanes.iter().flat_map(|l| l.producers.keys().map(|b| *b as i32)).collect();
+        if live.is_empty() {
+            return Ok(0);
+        }
+        let by_bucket = ready(&cx.pg, &cx.names, &live, cx.args.batch).await?;
+        if cx.args.test_round_hold_ms > 0 && !by_bucket.is_empty() {
+            tokio::time::sleep(Duration::from_millis(cx.args.test_round_hold_ms)).await;
+        }
+        let mut work: Vec<Vec<(u32, Vec<Ev>)>> = (0..n).map(|_| Vec::new()).collect();
+        for (b, rows) in by_bucket {
+            let evs: Vec<Ev> = rows.into_iter().map(|r| Ev::new(&cx.args.queue_prefix, r)).collect();
+            work[b as usize % n].push((b as u32, evs));
+        }
+        let runs = self.lanes.iter_mut().zip(work).map(|(lane, buckets)| async move {
+            let mut settled = 0;
+            for (b, evs) in buckets {
+                settled += lane.bucket(cx, b, evs).await?;
+            }
+            Ok::<_, Error>(settled)
+        });
+        let mut settled = 0;
+        let mut first_err = None;
+        for r in futures_util::future::join_all(runs).await {
+            match r {
+                Ok(k) => settled += k,
+                Err(e) => first_err = first_err.or(Some(e)),
+            }
+        }
+        match first_err {
+            Some(e) if settled == 0 => Err(e),
+            Some(e) => {
+                eprintln!("baton relay {}: round: {e}", cx.leases.relay_id);
+                Ok(settled)
+            }
+            None => Ok(settled),
+        }
+    }
+}
+
+impl Ctx {
     fn group(&self) -> String {
         format!("{}-relay", self.args.queue_prefix)
     }
@@ -350,16 +420,17 @@ impl KafkaOut {
     fn tid(&self, bucket: u32) -> String {
         format!("{}-relay-bucket-{bucket}", self.args.queue_prefix)
     }
+}
 
-    /// Take the newly owned buckets, then publish each bucket's ready events.
-    async fn round_once(&mut self) -> Result<usize, Error> {
-        let owned: BTreeSet<u32> = self.leases.state.read().await.clone();
+impl Lane {
+    /// Take this lane's newly owned buckets; forget those given back or lost.
+    async fn take_owned(&mut self, cx: &Ctx, mine: Vec<u32>) {
         // A bucket given back or lost: taking it again must fence and settle afresh.
-        self.producers.retain(|b, _| owned.contains(b));
-        for b in &owned {
-            if !self.producers.contains_key(b) {
-                if let Err(e) = self.take(*b).await {
-                    eprintln!("baton relay {}: take bucket {b}: {e}", self.leases.relay_id);
+        self.producers.retain(|b, _| mine.contains(b));
+        for b in mine {
+            if !self.producers.contains_key(&b) {
+                if let Err(e) = self.take(cx, b).await {
+                    eprintln!("baton relay {}: take bucket {b}: {e}", cx.leases.relay_id);
                     self.forget();
                     // The broker is unreachable: the rest wait for the next round (their
                     // events too) instead of one timeout and one log line per bucket. Any
@@ -373,20 +444,6 @@ impl KafkaOut {
                 }
             }
         }
-        let live: Vec<i32> = self.producers.keys().map(|b| *b as i32).collect();
-        if live.is_empty() {
-            return Ok(0);
-        }
-        let by_bucket = ready(&self.pg, &self.names, &live, self.args.batch).await?;
-        if self.args.test_round_hold_ms > 0 && !by_bucket.is_empty() {
-            tokio::time::sleep(Duration::from_millis(self.args.test_round_hold_ms)).await;
-        }
-        let mut settled = 0;
-        for (b, rows) in by_bucket {
-            let evs: Vec<Ev> = rows.into_iter().map(|r| Ev::new(&self.args.queue_prefix, r)).collect();
-            settled += self.bucket(b as u32, evs).await?;
-        }
-        Ok(settled)
     }
 
     /// Drop what may be stale after a failure: leaders and the group's coordinator.
@@ -395,11 +452,11 @@ impl KafkaOut {
         self.group_coord = None;
     }
 
-    async fn group_coordinator(&mut self) -> Result<String, KafkaError> {
+    async fn group_coordinator(&mut self, cx: &Ctx) -> Result<String, KafkaError> {
         if let Some(a) = &self.group_coord {
             return Ok(a.clone());
         }
-        let a = self.wire.coordinator(&self.group(), COORDINATOR_GROUP).await?;
+        let a = self.wire.coordinator(&cx.group(), COORDINATOR_GROUP).await?;
         self.group_coord = Some(a.clone());
         Ok(a)
     }
@@ -407,16 +464,16 @@ impl KafkaOut {
     /// Take bucket `b`: a new epoch of its transactional id (fencing the previous
     /// owner, whose open transaction the coordinator aborts), then mark delivered the
     /// ids of the last committed transaction, which its owner may not have marked.
-    async fn take(&mut self, b: u32) -> Result<(), Error> {
-        let tid = self.tid(b);
+    async fn take(&mut self, cx: &Ctx, b: u32) -> Result<(), Error> {
+        let tid = cx.tid(b);
         let coord = self.wire.coordinator(&tid, COORDINATOR_TRANSACTION).await?;
         let txn = while_busy!(self.wire.conn(&coord).await?.init_transactional(&tid, TXN_TIMEOUT_MS).await)?;
-        let (group, positions) = (self.group(), self.positions());
-        let gc = self.group_coordinator().await?;
+        let (group, positions) = (cx.group(), cx.positions());
+        let gc = self.group_coordinator(cx).await?;
         let (offset, _) =
             while_busy!(self.wire.conn(&gc).await?.offset_fetch_stable(&group, &positions, b as i32, true).await)?;
         if offset >= 0 {
-            let leaders = self.wire.topic(&positions, self.leases.buckets as i32).await?;
+            let leaders = self.wire.topic(&positions, cx.leases.buckets as i32).await?;
             let leader = leaders.get(b as usize).ok_or("the positions topic has fewer partitions than buckets")?;
             let f = self
                 .wire
@@ -428,12 +485,12 @@ impl KafkaOut {
                 f.records.iter().find(|r| r.offset == offset).ok_or("the committed position is not readable yet")?;
             let text = rec.value.as_ref().map(|v| String::from_utf8_lossy(v).into_owned()).unwrap_or_default();
             let ids = decode_ids(&text, MAX_POSITION_IDS)?;
-            let n = mark_rows(&self.pg, &self.names, &ids).await?;
+            let n = mark_rows(&cx.pg, &cx.names, &ids).await?;
             if n > 0 {
-                self.m.delivered.fetch_add(n, Ordering::Relaxed);
+                cx.m.delivered.fetch_add(n, Ordering::Relaxed);
                 eprintln!(
                     "baton relay {}: bucket {b}: marked {n} events its last transaction published",
-                    self.leases.relay_id
+                    cx.leases.relay_id
                 );
             }
         }
@@ -443,7 +500,7 @@ impl KafkaOut {
 
     /// Publish one bucket's events, one transaction per chunk. After a refusal, one
     /// event at a time to find the poison; an event that failed holds its aggregate back.
-    async fn bucket(&mut self, b: u32, evs: Vec<Ev>) -> Result<usize, Error> {
+    async fn bucket(&mut self, cx: &Ctx, b: u32, evs: Vec<Ev>) -> Result<usize, Error> {
         let mut rest: VecDeque<Ev> = evs.into();
         let mut failed: HashSet<(String, String)> = HashSet::new();
         let mut single = false;
@@ -456,8 +513,8 @@ impl KafkaOut {
                 break;
             }
             if !self.producers.contains_key(&b) {
-                if let Err(e) = self.take(b).await {
-                    eprintln!("baton relay {}: take bucket {b} again: {e}", self.leases.relay_id);
+                if let Err(e) = self.take(cx, b).await {
+                    eprintln!("baton relay {}: take bucket {b} again: {e}", cx.leases.relay_id);
                     self.forget();
                     break;
                 }
@@ -466,27 +523,27 @@ impl KafkaOut {
                 1
             } else {
                 let sizes: Vec<(i64, usize)> = rest.iter().map(|e| (e.id, e.value.len())).collect();
-                chunk_len(&sizes, self.args.batch)
+                chunk_len(&sizes, cx.args.batch)
             };
             let chunk: Vec<Ev> = rest.drain(..k.min(rest.len())).collect();
-            match self.txn(b, &chunk).await {
+            match self.txn(cx, b, &chunk).await {
                 Txn::Committed => {
                     let ids: Vec<i64> = chunk.iter().map(|e| e.id).collect();
-                    if self.args.test_commit_hold_ms > 0 {
-                        tokio::time::sleep(Duration::from_millis(self.args.test_commit_hold_ms)).await;
+                    if cx.args.test_commit_hold_ms > 0 {
+                        tokio::time::sleep(Duration::from_millis(cx.args.test_commit_hold_ms)).await;
                     }
-                    if let Err(e) = mark_rows(&self.pg, &self.names, &ids).await {
+                    if let Err(e) = mark_rows(&cx.pg, &cx.names, &ids).await {
                         // Published but not marked: taking the bucket again marks them.
                         self.producers.remove(&b);
                         return Err(e);
                     }
-                    self.m.delivered.fetch_add(ids.len() as u64, Ordering::Relaxed);
+                    cx.m.delivered.fetch_add(ids.len() as u64, Ordering::Relaxed);
                     n += ids.len();
                 }
                 Txn::Refused(why) => {
                     self.abort(b).await;
                     if chunk.len() == 1 {
-                        self.fail(&chunk[0], &why).await?;
+                        self.fail(cx, &chunk[0], &why).await?;
                         failed.insert(chunk[0].agg.clone());
                         n += 1;
                     } else {
@@ -497,15 +554,15 @@ impl KafkaOut {
                     }
                 }
                 Txn::Fenced(why) => {
-                    self.m.fenced.fetch_add(1, Ordering::Relaxed);
-                    eprintln!("baton relay {}: bucket {b} fenced: {why}", self.leases.relay_id);
+                    cx.m.fenced.fetch_add(1, Ordering::Relaxed);
+                    eprintln!("baton relay {}: bucket {b} fenced: {why}", cx.leases.relay_id);
                     self.producers.remove(&b);
                     break;
                 }
                 Txn::Failed(why) => {
                     eprintln!(
                         "baton relay {}: bucket {b}: transaction failed, will take it again: {why}",
-                        self.leases.relay_id
+                        cx.leases.relay_id
                     );
                     self.producers.remove(&b);
                     self.forget();
@@ -527,14 +584,14 @@ impl KafkaOut {
     }
 
     /// One transaction: the events, then the position, then EndTxn(commit).
-    async fn txn(&mut self, b: u32, chunk: &[Ev]) -> Txn {
+    async fn txn(&mut self, cx: &Ctx, b: u32, chunk: &[Ev]) -> Txn {
         let fail = |e: KafkaError| if is_fenced(&e) { Txn::Fenced(e.to_string()) } else { Txn::Failed(e.to_string()) };
-        let (group, positions) = (self.group(), self.positions());
+        let (group, positions) = (cx.group(), cx.positions());
         // Where each event goes: its topic's partition by the key's murmur2, in id order.
         let mut parts: BTreeMap<(String, i32), Vec<OutRecord>> = BTreeMap::new();
         let mut leaders: HashMap<(String, i32), String> = HashMap::new();
         for e in chunk {
-            let ls = match self.wire.topic(&e.topic, self.args.kafka_partitions.max(1)).await {
+            let ls = match self.wire.topic(&e.topic, cx.args.kafka_partitions.max(1)).await {
                 Ok(l) => l,
                 Err(err) if is_poison(&err) => return Txn::Refused(format!("topic {}: {err}", e.topic)),
                 Err(err) => return fail(err),
@@ -543,7 +600,7 @@ impl KafkaOut {
             leaders.insert((e.topic.clone(), p), ls[p as usize].clone());
             parts.entry((e.topic.clone(), p)).or_default().push(e.record());
         }
-        let pls = match self.wire.topic(&positions, self.leases.buckets as i32).await {
+        let pls = match self.wire.topic(&positions, cx.leases.buckets as i32).await {
             Ok(l) => l,
             Err(e) => return fail(e),
         };
@@ -646,7 +703,7 @@ impl KafkaOut {
             Ok(()) => Txn::Committed,
             Err(e @ (KafkaError::Io(_) | KafkaError::Timeout)) => {
                 // Committed or not: taking the bucket again aborts or finds it in the position.
-                self.m.unknown.fetch_add(1, Ordering::Relaxed);
+                cx.m.unknown.fetch_add(1, Ordering::Relaxed);
                 Txn::Failed(format!("EndTxn outcome unknown: {e}"))
             }
             Err(e) => fail(e),
@@ -655,24 +712,24 @@ impl KafkaOut {
 
     /// Kafka refused this event: back off, or park it after --max-attempts (then a
     /// note goes to `<prefix>-parked`, best effort, outside any transaction).
-    async fn fail(&mut self, e: &Ev, why: &str) -> Result<(), Error> {
-        self.m.refused.fetch_add(1, Ordering::Relaxed);
-        if !fail_row(&self.pg, &self.names, &self.args, e.id, why).await? {
+    async fn fail(&mut self, cx: &Ctx, e: &Ev, why: &str) -> Result<(), Error> {
+        cx.m.refused.fetch_add(1, Ordering::Relaxed);
+        if !fail_row(&cx.pg, &cx.names, &cx.args, e.id, why).await? {
             return Ok(());
         }
-        self.m.parked.fetch_add(1, Ordering::Relaxed);
-        eprintln!("baton relay {}: parked event {}: {why}", self.leases.relay_id, e.id);
+        cx.m.parked.fetch_add(1, Ordering::Relaxed);
+        eprintln!("baton relay {}: parked event {}: {why}", cx.leases.relay_id, e.id);
         let note = json!({"id": e.id, "aggregateType": e.agg.0, "aggregateId": e.agg.1, "error": why,
             "topic": e.topic, "eventType": e.event_type});
-        let topic = format!("{}-parked", self.args.queue_prefix);
-        if let Err(err) = self.note(&topic, &e.agg.1, &note).await {
-            eprintln!("baton relay {}: parked note of {}: {err}", self.leases.relay_id, e.id);
+        let topic = format!("{}-parked", cx.args.queue_prefix);
+        if let Err(err) = self.note(cx, &topic, &e.agg.1, &note).await {
+            eprintln!("baton relay {}: parked note of {}: {err}", cx.leases.relay_id, e.id);
         }
         Ok(())
     }
 
-    async fn note(&mut self, topic: &str, key: &str, note: &Value) -> Result<(), KafkaError> {
-        let leaders = self.wire.topic(topic, self.args.kafka_partitions.max(1)).await?;
+    async fn note(&mut self, cx: &Ctx, topic: &str, key: &str, note: &Value) -> Result<(), KafkaError> {
+        let leaders = self.wire.topic(topic, cx.args.kafka_partitions.max(1)).await?;
         let p = murmur2_partition(key.as_bytes(), leaders.len() as i32);
         let rec = OutRecord {
             key: Some(Bytes::from(key.to_string())),

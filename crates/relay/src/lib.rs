@@ -12,6 +12,7 @@ mod kafka_out;
 mod lease;
 mod metrics;
 mod pg_lease;
+mod prune;
 mod schema;
 mod status;
 
@@ -74,6 +75,10 @@ pub struct RunArgs {
     /// Kafka mode: partitions of the topics the relay creates (`<prefix>-<aggregate_type>`).
     #[arg(long, env = "BATON_RELAY_KAFKA_PARTITIONS", default_value_t = 8)]
     pub kafka_partitions: i32,
+    /// Kafka mode: buckets published at once (each lane its own connections; a lane's
+    /// buckets go one after another).
+    #[arg(long, env = "BATON_RELAY_KAFKA_LANES", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub kafka_lanes: u16,
     /// This relay's name, the owner of its bucket locks (default: host-pid).
     #[arg(long, env = "BATON_RELAY_ID")]
     pub relay_id: Option<String>,
@@ -98,6 +103,10 @@ pub struct RunArgs {
     /// Base of the exponential backoff after a refusal, in milliseconds.
     #[arg(long, env = "BATON_RELAY_BACKOFF_MS", default_value_t = 200)]
     pub backoff_ms: u64,
+    /// Delete delivered rows older than this many seconds (a batch of 10,000 at a time,
+    /// checked every min(this, 60) s). 0: keep them (prune them yourself).
+    #[arg(long, env = "BATON_RELAY_PRUNE_AFTER_SECS", default_value_t = 0)]
+    pub prune_after_secs: u64,
     /// Where /metrics is served.
     #[arg(long, env = "BATON_RELAY_METRICS_ADDR", default_value = "127.0.0.1:6640")]
     pub metrics_addr: String,
@@ -189,6 +198,7 @@ async fn run_relay(r: RunArgs) -> Result<(), Error> {
     let wake = Arc::new(tokio::sync::Notify::new());
     deliver::listen(&r.pg.pg, names.channel(), wake.clone()).await?;
     tokio::spawn(metrics::gauges(r.pg.pg.clone(), names.clone(), m.clone()));
+    tokio::spawn(prune::prune(r.pg.pg.clone(), names.clone(), r.prune_after_secs, m.clone()));
     eprintln!("baton relay {relay_id}: {buckets} buckets, table {}, to {}", names.table, r.to);
     let d = deliver::Deliverer { pg, baton, names, args: r, leases: leases.clone(), m };
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -215,6 +225,7 @@ async fn run_kafka(r: RunArgs, bootstrap: String) -> Result<(), Error> {
     let wake = Arc::new(tokio::sync::Notify::new());
     deliver::listen(&r.pg.pg, names.channel(), wake.clone()).await?;
     tokio::spawn(metrics::gauges(r.pg.pg.clone(), names.clone(), m.clone()));
+    tokio::spawn(prune::prune(r.pg.pg.clone(), names.clone(), r.prune_after_secs, m.clone()));
     eprintln!("baton relay {relay_id}: {buckets} buckets, table {}, to kafka {bootstrap}", names.table);
     let out = kafka_out::KafkaOut::new(pg, names, r, bootstrap, leases.clone(), m);
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

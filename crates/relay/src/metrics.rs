@@ -21,13 +21,20 @@ pub struct Metrics {
     /// Age of the oldest pending event, in milliseconds.
     pub lag_ms: AtomicU64,
     pub buckets_owned: AtomicU64,
+    /// Rounds that spanned several buckets and went as one guarded entry.
+    pub rounds_whole: AtomicU64,
+    /// Rounds that spanned several buckets and had to go bucket by bucket (a fence,
+    /// duplicate or refusal in one of them).
+    pub rounds_split: AtomicU64,
+    /// Delivered rows deleted by --prune-after-secs.
+    pub pruned: AtomicU64,
 }
 
 impl Metrics {
     pub fn text(&self) -> String {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let mut s = String::new();
-        let rows: [(&str, &str, String); 9] = [
+        let rows: [(&str, &str, String); 12] = [
             ("baton_relay_delivered_total", "counter", l(&self.delivered).to_string()),
             ("baton_relay_duplicates_total", "counter", l(&self.duplicates).to_string()),
             ("baton_relay_parked_total", "counter", l(&self.parked).to_string()),
@@ -37,6 +44,9 @@ impl Metrics {
             ("baton_relay_backlog", "gauge", l(&self.backlog).to_string()),
             ("baton_relay_lag_seconds", "gauge", format!("{:.3}", l(&self.lag_ms) as f64 / 1000.0)),
             ("baton_relay_buckets_owned", "gauge", l(&self.buckets_owned).to_string()),
+            ("baton_relay_rounds_whole_total", "counter", l(&self.rounds_whole).to_string()),
+            ("baton_relay_rounds_split_total", "counter", l(&self.rounds_split).to_string()),
+            ("baton_relay_pruned_total", "counter", l(&self.pruned).to_string()),
         ];
         for (name, kind, v) in rows {
             let _ = writeln!(s, "# TYPE {name} {kind}\n{name} {v}");

@@ -1,0 +1,55 @@
+//! Tandem's scenario 8, second half, on real processes: the outbox relay publishing into
+//! a three-member Baton cluster (through a member that does not lead, which forwards) while
+//! the leader is SIGKILLed mid-run. The bucket locks and their guards live in the
+//! replicated state, a push whose answer was lost is retried and answered `duplicate` when
+//! it had committed, and every event ends in Baton once and in order.
+
+mod common;
+mod relay_util;
+
+use common::cluster::{leader, wait_known, Cluster};
+use relay_util::*;
+use std::time::Duration;
+
+#[test]
+fn a_killed_baton_leader_loses_and_doubles_nothing() {
+    let pg = Pg::start();
+    init(&pg);
+    let rt = rt();
+    let mut cluster = Cluster::start(&[]);
+    let c = common::load::client();
+    let l = rt.block_on(async {
+        let l = leader(&c, &cluster, Duration::from_secs(20)).await;
+        wait_known(&c, &cluster, l).await;
+        l
+    });
+    // Neither the leader nor the member that will serve the reads: it forwards throughout.
+    let f = (l + 1) % 3;
+    let relay = Relay::start_url(&pg, &cluster.members[f].url(""), "r1", &["--lease-secs", "4"]);
+    rt.block_on(async {
+        relay.wait_buckets(64).await;
+        let inserting = {
+            let url = pg.url();
+            tokio::spawn(async move {
+                let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(conn);
+                for _ in 0..30 {
+                    for g in 0..20 {
+                        insert(&c, &format!("agg-{g}"), 1, Duration::ZERO).await;
+                    }
+                    tokio::time::sleep(Duration::from_millis(60)).await;
+                }
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        assert!(relay.metric("baton_relay_delivered_total").await > 0.0, "nothing delivered before the kill");
+        cluster.kill(l);
+        inserting.await.unwrap();
+        let pgc = pg.client().await;
+        wait_delivered(&pgc, 600, Duration::from_secs(60), &|| relay.log()).await;
+        let now = leader(&c, &cluster, Duration::from_secs(20)).await;
+        assert_ne!(now, l);
+        check_in_baton(&pgc, &cluster.members[now].url("")).await;
+        assert_eq!(relay.metric("baton_relay_parked_total").await, 0.0, "{}", relay.log());
+    });
+}
