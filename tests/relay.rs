@@ -424,3 +424,51 @@ fn postgres_restarted_mid_run_loses_nothing() {
         check_exactly_once_in_order(&c, &baton).await;
     });
 }
+
+/// `relay init` (also run by every `relay run`) on a live outbox must not stall the
+/// application: an existing install that lacks an index, and an application transaction
+/// that is open. A plain CREATE INDEX (or CREATE TRIGGER, or even CREATE INDEX IF NOT EXISTS
+/// of an index that is there) queues a table lock behind that transaction, and every later
+/// INSERT queues behind it: the application stops until the old transaction ends.
+#[test]
+fn init_on_a_live_outbox_does_not_stall_the_application() {
+    let pg = Pg::start();
+    init(&pg);
+    rt().block_on(async {
+        let c = pg.client().await;
+        c.batch_execute("DROP INDEX baton_outbox_blocking").await.unwrap();
+        let open = pg.client().await;
+        open.batch_execute(
+            "BEGIN; INSERT INTO baton_outbox (aggregate_type, aggregate_id, event_type) VALUES ('order', 'a', 'e')",
+        )
+        .await
+        .unwrap();
+        let url = pg.url();
+        let init = std::thread::spawn(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+                .args(["relay", "init", "--pg", &url, "--buckets", BUCKETS])
+                .output()
+                .unwrap()
+        });
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        let app = pg.client().await;
+        app.batch_execute("SET statement_timeout = '3s'").await.unwrap();
+        for i in 0..3 {
+            app.execute(
+                "INSERT INTO baton_outbox (aggregate_type, aggregate_id, event_type) VALUES ('order', 'b', 'e')",
+                &[],
+            )
+            .await
+            .unwrap_or_else(|e| panic!("insert {i} while relay init ran: {e}"));
+        }
+        open.batch_execute("COMMIT").await.unwrap();
+        let out = init.join().unwrap();
+        assert!(out.status.success(), "relay init: {}", String::from_utf8_lossy(&out.stderr));
+        let valid: Option<bool> = c
+            .query_opt("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('baton_outbox_blocking')", &[])
+            .await
+            .unwrap()
+            .map(|r| r.get(0));
+        assert_eq!(valid, Some(true), "the missing index is back and valid");
+    });
+}

@@ -20,7 +20,7 @@ use clap::{Args, Subcommand};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use schema::{init_sql, Names};
+pub use schema::Names;
 
 #[derive(Args, Debug)]
 pub struct RelayArgs {

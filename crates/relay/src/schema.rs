@@ -1,7 +1,8 @@
-//! The outbox schema: the SQL `baton relay init` runs (idempotent) and the
+//! The outbox schema: what `baton relay init` creates (idempotent) and the
 //! names derived from the table name. Must never drop or rewrite an
-//! application's rows: everything is CREATE ... IF NOT EXISTS or CREATE OR REPLACE
-//! of the relay's own functions and triggers.
+//! application's rows, and never stall an application writing to a live outbox:
+//! what exists is left alone, functions are replaced in place, triggers are created
+//! only when missing, and indexes concurrently.
 
 use tokio_postgres::Client;
 
@@ -47,8 +48,11 @@ impl Names {
 /// the planner can prove the index applies.
 pub const BLOCKING_ROWS: &str = "(status = 'parked' OR (status = 'pending' AND next_attempt_at IS NOT NULL))";
 
-/// The init script for `buckets` buckets (the count is kept by the first init only).
-pub fn init_sql(n: &Names, buckets: u32) -> String {
+/// The tables and functions for `buckets` buckets (the count is kept by the first init
+/// only). Run on a live outbox none of this locks the outbox table: CREATE TABLE IF NOT
+/// EXISTS of a table that is there takes no lock, the functions are replaced in place (a
+/// trigger names its function by oid), and the other statements touch the relay's own tables.
+fn tables_sql(n: &Names, buckets: u32) -> String {
     let t = &n.table;
     let c = n.config();
     let (l, m) = (n.leases(), n.members());
@@ -75,9 +79,6 @@ CREATE TABLE IF NOT EXISTS {t} (
     last_error text,
     delivered_at timestamptz
 );
-CREATE INDEX IF NOT EXISTS {t}_undelivered ON {t} (bucket, id) WHERE status <> 'delivered';
-CREATE INDEX IF NOT EXISTS {t}_aggregate ON {t} (aggregate_type, aggregate_id, id) WHERE status <> 'delivered';
-CREATE INDEX IF NOT EXISTS {t}_blocking ON {t} (aggregate_type, aggregate_id, id) WHERE {BLOCKING_ROWS};
 CREATE OR REPLACE FUNCTION {t}_bucket() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE b int;
 BEGIN
@@ -92,10 +93,6 @@ BEGIN
     RETURN NULL;
 END
 $fn$;
-DROP TRIGGER IF EXISTS {t}_bucket ON {t};
-CREATE TRIGGER {t}_bucket BEFORE INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION {t}_bucket();
-DROP TRIGGER IF EXISTS {t}_notify ON {t};
-CREATE TRIGGER {t}_notify AFTER INSERT ON {t} FOR EACH STATEMENT EXECUTE FUNCTION {t}_notify();
 CREATE TABLE IF NOT EXISTS {l} (
     bucket int PRIMARY KEY,
     owner text,
@@ -110,12 +107,90 @@ CREATE TABLE IF NOT EXISTS {m} (
     )
 }
 
-/// Run the init script in one transaction (concurrent inits serialize on an advisory lock).
-pub async fn init(pg: &mut Client, n: &Names, buckets: u32) -> Result<(), tokio_postgres::Error> {
+/// The outbox's triggers: (name, CREATE statement). Created only when missing, since
+/// CREATE TRIGGER locks the table against inserts.
+fn triggers(n: &Names) -> [(String, String); 2] {
+    let t = &n.table;
+    [
+        (
+            format!("{t}_bucket"),
+            format!("CREATE TRIGGER {t}_bucket BEFORE INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION {t}_bucket()"),
+        ),
+        (
+            format!("{t}_notify"),
+            format!("CREATE TRIGGER {t}_notify AFTER INSERT ON {t} FOR EACH STATEMENT EXECUTE FUNCTION {t}_notify()"),
+        ),
+    ]
+}
+
+/// The outbox's indexes: (name, what follows `ON <table>`).
+fn indexes(n: &Names) -> [(String, String); 3] {
+    let t = &n.table;
+    [
+        (format!("{t}_undelivered"), "(bucket, id) WHERE status <> 'delivered'".into()),
+        (format!("{t}_aggregate"), "(aggregate_type, aggregate_id, id) WHERE status <> 'delivered'".into()),
+        (format!("{t}_blocking"), format!("(aggregate_type, aggregate_id, id) WHERE {BLOCKING_ROWS}")),
+    ]
+}
+
+/// Most tries (100 ms apart) for the init lock another relay's init holds.
+const INIT_LOCK_TRIES: u32 = 600;
+
+/// Create what is missing, without stalling an application that writes to a live outbox
+/// (tests/relay.rs, `init_on_a_live_outbox_does_not_stall_the_application`): tables and
+/// functions in one transaction; a missing trigger in it too (the only table lock, taken
+/// once per install); a missing or invalid index with CREATE INDEX CONCURRENTLY after it,
+/// which lets inserts run (it waits for open transactions instead). Concurrent inits
+/// serialize on a session advisory lock taken by polling: a waiting statement would hold a
+/// snapshot that the other session's concurrent index build must wait for.
+pub async fn init(pg: &mut Client, n: &Names, buckets: u32) -> Result<(), crate::Error> {
+    let mut tries = 0;
+    while !pg.query_one("SELECT pg_try_advisory_lock(hashtext($1))", &[&n.table]).await?.get::<_, bool>(0) {
+        tries += 1;
+        if tries >= INIT_LOCK_TRIES {
+            return Err(format!("another relay's init of {} held its lock for a minute", n.table).into());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let r = init_locked(pg, n, buckets).await;
+    let unlocked = pg.execute("SELECT pg_advisory_unlock(hashtext($1))", &[&n.table]).await;
+    r?;
+    unlocked?;
+    Ok(())
+}
+
+async fn init_locked(pg: &mut Client, n: &Names, buckets: u32) -> Result<(), crate::Error> {
+    let t = &n.table;
     let tx = pg.transaction().await?;
-    tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&n.table]).await?;
-    tx.batch_execute(&init_sql(n, buckets)).await?;
-    tx.commit().await
+    tx.batch_execute(&tables_sql(n, buckets)).await?;
+    for (name, create) in triggers(n) {
+        let there = tx
+            .query_opt(
+                "SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname = $2 AND NOT tgisinternal",
+                &[t, &name],
+            )
+            .await?
+            .is_some();
+        if !there {
+            tx.batch_execute(&create).await?;
+        }
+    }
+    tx.commit().await?;
+    for (name, def) in indexes(n) {
+        let valid: Option<bool> = pg
+            .query_opt("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)", &[&name])
+            .await?
+            .map(|r| r.get(0));
+        match valid {
+            Some(true) => continue,
+            // A concurrent build that failed (or was killed) leaves an invalid index behind,
+            // which IF NOT EXISTS would keep for ever.
+            Some(false) => pg.batch_execute(&format!("DROP INDEX CONCURRENTLY IF EXISTS {name}")).await?,
+            None => {}
+        }
+        pg.batch_execute(&format!("CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {t} {def}")).await?;
+    }
+    Ok(())
 }
 
 /// The bucket count the table was initialized with.
