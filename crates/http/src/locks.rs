@@ -319,9 +319,13 @@ pub async fn locks(State(app): State<App>, JsonBody(body): JsonBody<LocksBody>) 
         }
         Ok::<_, ApiError>(out)
     });
+    // Every lane runs to its end before the answer (an error in one must not drop another's
+    // operation half-way, submitted and unanswered); then the first error, if any.
     let mut results = vec![Value::Null; n];
-    for (i, v) in futures_util::future::try_join_all(lanes).await?.into_iter().flatten() {
-        results[i] = v;
+    for lane in futures_util::future::join_all(lanes).await {
+        for (i, v) in lane? {
+            results[i] = v;
+        }
     }
     Ok(Json(json!({"results": results})).into_response())
 }
