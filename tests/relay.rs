@@ -472,3 +472,19 @@ fn init_on_a_live_outbox_does_not_stall_the_application() {
         assert_eq!(valid, Some(true), "the missing index is back and valid");
     });
 }
+
+/// Settings past their bounds are refused at start with the flag named, not met later as a
+/// PostgreSQL error every minute (an interval out of range) or a round larger than Baton's
+/// push bound (100,000 items) that can only go one event at a time.
+#[test]
+fn relay_settings_past_their_bounds_are_refused_at_start() {
+    for (flag, value) in [("--prune-after-secs", "400000000"), ("--batch", "100001"), ("--batch", "0")] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+            .args(["relay", "run", "--pg", "postgres://nobody@127.0.0.1:1/none", flag, value])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {err}");
+        assert!(err.contains(flag), "{flag} {value}: {err}");
+    }
+}

@@ -94,8 +94,8 @@ pub struct RunArgs {
     /// Poll the table at least this often (LISTEN wakes it sooner).
     #[arg(long, env = "BATON_RELAY_POLL_MS", default_value_t = 500)]
     pub poll_ms: u64,
-    /// Most events read per round.
-    #[arg(long, env = "BATON_RELAY_BATCH", default_value_t = 500)]
+    /// Most events read per round (1..=100,000: Baton's push bound).
+    #[arg(long, env = "BATON_RELAY_BATCH", default_value_t = 500, value_parser = clap::value_parser!(i64).range(1..=100_000))]
     pub batch: i64,
     /// Refusals of one event before it is parked.
     #[arg(long, env = "BATON_RELAY_MAX_ATTEMPTS", default_value_t = 5)]
@@ -105,7 +105,8 @@ pub struct RunArgs {
     pub backoff_ms: u64,
     /// Delete delivered rows older than this many seconds (a batch of 10,000 at a time,
     /// checked every min(this, 60) s). 0: keep them (prune them yourself).
-    #[arg(long, env = "BATON_RELAY_PRUNE_AFTER_SECS", default_value_t = 0)]
+    /// At most ten years (315,360,000).
+    #[arg(long, env = "BATON_RELAY_PRUNE_AFTER_SECS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=315_360_000))]
     pub prune_after_secs: u64,
     /// Where /metrics is served.
     #[arg(long, env = "BATON_RELAY_METRICS_ADDR", default_value = "127.0.0.1:6640")]
