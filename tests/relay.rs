@@ -59,9 +59,7 @@ fn delivers_in_order_per_aggregate() {
 /// Baton's counter `name` from its Prometheus text.
 async fn baton_counter(baton: &Server, name: &str) -> f64 {
     let t = reqwest::get(baton.url("/metrics/prometheus")).await.unwrap().text().await.unwrap();
-    t.lines()
-        .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(' ')).map(|v| v.parse().unwrap()))
-        .unwrap_or_else(|| panic!("no {name} in Baton's metrics"))
+    prom_value(&t, name).unwrap_or_else(|| panic!("no {name} in Baton's metrics"))
 }
 
 /// A backlog spread over many buckets goes as one guarded Baton transaction per round, not
@@ -126,21 +124,7 @@ fn failover_kill9_no_duplicates() {
     let mut a = Relay::start(&pg, &baton, "ra", &[]);
     let b = Relay::start(&pg, &baton, "rb", &[]);
     rt().block_on(async {
-        let inserting = {
-            let url = pg.url();
-            tokio::spawn(async move {
-                let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                tokio::spawn(conn);
-                for round in 0..30 {
-                    for a in 0..20 {
-                        insert(&c, &format!("agg-{a}"), 1, Duration::ZERO).await;
-                    }
-                    if round % 3 == 0 {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                }
-            })
-        };
+        let inserting = insert_rounds(&pg, 30, Duration::from_millis(33));
         // Both relays hold buckets before one dies.
         let deadline = Instant::now() + Duration::from_secs(15);
         while a.metric("baton_relay_buckets_owned").await == 0.0 || b.metric("baton_relay_buckets_owned").await == 0.0 {
@@ -358,19 +342,7 @@ fn three_relays_one_killed_and_restarted() {
             assert!(Instant::now() < deadline, "buckets never spread over three relays: {v:?}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let inserting = {
-            let url = pg.url();
-            tokio::spawn(async move {
-                let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                tokio::spawn(conn);
-                for _ in 0..40 {
-                    for g in 0..20 {
-                        insert(&c, &format!("agg-{g}"), 1, Duration::ZERO).await;
-                    }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            })
-        };
+        let inserting = insert_rounds(&pg, 40, Duration::from_millis(50));
         tokio::time::sleep(Duration::from_millis(400)).await;
         assert!(a.metric("baton_relay_delivered_total").await > 0.0, "ra delivered nothing before its death");
         a.kill9();

@@ -28,19 +28,7 @@ fn a_killed_baton_leader_loses_and_doubles_nothing() {
     let relay = Relay::start_url(&pg, &cluster.members[f].url(""), "r1", &["--lease-secs", "4"]);
     rt.block_on(async {
         relay.wait_buckets(64).await;
-        let inserting = {
-            let url = pg.url();
-            tokio::spawn(async move {
-                let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                tokio::spawn(conn);
-                for _ in 0..30 {
-                    for g in 0..20 {
-                        insert(&c, &format!("agg-{g}"), 1, Duration::ZERO).await;
-                    }
-                    tokio::time::sleep(Duration::from_millis(60)).await;
-                }
-            })
-        };
+        let inserting = insert_rounds(&pg, 30, Duration::from_millis(60));
         tokio::time::sleep(Duration::from_millis(800)).await;
         assert!(relay.metric("baton_relay_delivered_total").await > 0.0, "nothing delivered before the kill");
         cluster.kill(l);

@@ -134,19 +134,7 @@ fn kafka_kill9_between_commit_and_mark_exactly_once() {
     let mut a = kafka_relay(&pg, &addr, "ra", &["--test-commit-hold-ms", "1500"]);
     rt().block_on(async {
         a.wait_buckets(64).await;
-        let inserting = {
-            let url = pg.url();
-            tokio::spawn(async move {
-                let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                tokio::spawn(conn);
-                for _ in 0..15 {
-                    for g in 0..20 {
-                        insert(&c, &format!("agg-{g}"), 1, Duration::ZERO).await;
-                    }
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            })
-        };
+        let inserting = insert_rounds(&pg, 15, Duration::from_millis(100));
         let deadline = Instant::now() + Duration::from_secs(30);
         while a.metric("baton_relay_delivered_total").await < 1.0 {
             assert!(Instant::now() < deadline, "ra delivered nothing:\n{}", a.log());

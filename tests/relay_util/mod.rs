@@ -133,9 +133,7 @@ impl Relay {
                 Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
             }
         };
-        t.lines()
-            .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(' ')).map(|v| v.parse().unwrap()))
-            .unwrap_or_else(|| panic!("no {name} in {t}"))
+        prom_value(&t, name).unwrap_or_else(|| panic!("no {name} in {t}"))
     }
 }
 
@@ -323,4 +321,25 @@ pub async fn check_in_baton(pg: &tokio_postgres::Client, url: &str) {
             .collect();
         assert_eq!(&got, ids, "partition {agg}: Baton holds (left) vs the outbox (right)");
     }
+}
+
+/// In a task: `rounds` rounds of one event for each of 20 aggregates (`agg-0`..`agg-19`,
+/// each under its lock), from a connection of its own, pausing `pause` after each round.
+pub fn insert_rounds(pg: &Pg, rounds: usize, pause: Duration) -> tokio::task::JoinHandle<()> {
+    let url = pg.url();
+    tokio::spawn(async move {
+        let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(conn);
+        for _ in 0..rounds {
+            for g in 0..20 {
+                insert(&c, &format!("agg-{g}"), 1, Duration::ZERO).await;
+            }
+            tokio::time::sleep(pause).await;
+        }
+    })
+}
+
+/// The value of `name` (a metric without labels) in Prometheus text.
+pub fn prom_value(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(' ')).and_then(|v| v.parse().ok()))
 }
