@@ -450,7 +450,17 @@ fn init_on_a_live_outbox_does_not_stall_the_application() {
 /// push bound (100,000 items) that can only go one event at a time.
 #[test]
 fn relay_settings_past_their_bounds_are_refused_at_start() {
-    for (flag, value) in [("--prune-after-secs", "400000000"), ("--batch", "100001"), ("--batch", "0")] {
+    let many: Vec<String> = (0..17).map(|i| format!("http://127.0.0.1:{}", 7000 + i)).collect();
+    let many = many.join(",");
+    for (flag, value) in [
+        ("--prune-after-secs", "400000000"),
+        ("--batch", "100001"),
+        ("--batch", "0"),
+        ("--to", "http://127.0.0.1:6632,,http://127.0.0.1:6633"),
+        ("--to", "http://127.0.0.1:6632,http://127.0.0.1:6632"),
+        ("--to", "ftp://127.0.0.1:6632"),
+        ("--to", many.as_str()),
+    ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
             .args(["relay", "run", "--pg", "postgres://nobody@127.0.0.1:1/none", flag, value])
             .output()

@@ -2,7 +2,8 @@
 //! a three-member Baton cluster (through a member that does not lead, which forwards) while
 //! the leader is SIGKILLed mid-run. The bucket locks and their guards live in the
 //! replicated state, a push whose answer was lost is retried and answered `duplicate` when
-//! it had committed, and every event ends in Baton once and in order.
+//! it had committed, and every event ends in Baton once and in order. And a relay given
+//! every member (`--to A,B,C`) passes over the one it used when that one dies.
 
 mod common;
 mod relay_util;
@@ -39,5 +40,45 @@ fn a_killed_baton_leader_loses_and_doubles_nothing() {
         assert_ne!(now, l);
         check_in_baton(&pgc, &cluster.members[now].url("")).await;
         assert_eq!(relay.metric("baton_relay_parked_total").await, 0.0, "{}", relay.log());
+    });
+}
+
+/// `--to` names all three members, a follower first; that follower is SIGKILLed mid-run.
+/// The relay moves on to the next member (a push whose answer was lost is re-sent there
+/// and answered `duplicate` if it had committed) and every event ends in Baton once and in
+/// order. With one URL the relay would wait for the dead member to come back.
+#[test]
+fn a_dead_member_in_the_to_list_is_passed_over() {
+    let pg = Pg::start();
+    init(&pg);
+    let rt = rt();
+    let mut cluster = Cluster::start(&[]);
+    let c = common::load::client();
+    let l = rt.block_on(async {
+        let l = leader(&c, &cluster, Duration::from_secs(20)).await;
+        wait_known(&c, &cluster, l).await;
+        l
+    });
+    let f = (l + 1) % 3;
+    let to: Vec<String> = [f, (l + 2) % 3, l].iter().map(|&i| cluster.members[i].url("")).collect();
+    let relay = Relay::start_url(&pg, &to.join(","), "r1", &["--lease-secs", "4"]);
+    rt.block_on(async {
+        relay.wait_buckets(64).await;
+        let inserting = insert_rounds(&pg, 30, Duration::from_millis(60));
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        assert!(relay.metric("baton_relay_delivered_total").await > 0.0, "nothing delivered before the kill");
+        assert_eq!(relay.metric("baton_relay_target_switches_total").await, 0.0);
+        cluster.kill(f);
+        inserting.await.unwrap();
+        let pgc = pg.client().await;
+        wait_delivered(&pgc, 600, Duration::from_secs(60), &|| relay.log()).await;
+        assert!(relay.metric("baton_relay_target_switches_total").await >= 1.0, "{}", relay.log());
+        let now = leader(&c, &cluster, Duration::from_secs(20)).await;
+        check_in_baton(&pgc, &cluster.members[now].url("")).await;
+        assert_eq!(relay.metric("baton_relay_parked_total").await, 0.0, "{}", relay.log());
+        // The operator's view goes past the dead member too.
+        let st: serde_json::Value =
+            serde_json::from_str(relay_cli(&pg, &["status", "--to", &to.join(",")]).trim()).unwrap();
+        assert_eq!(st["bucketHolders"].as_object().map(|o| o.len()), Some(64), "{st}");
     });
 }

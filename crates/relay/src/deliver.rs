@@ -9,9 +9,10 @@
 use crate::lease::Leases;
 use crate::metrics::Metrics;
 use crate::schema::{Names, BLOCKING_ROWS, SETTLED};
+use crate::targets::Targets;
 use crate::{Error, RunArgs};
 use base64::Engine;
-use baton_client::{Client, TxnOutcome};
+use baton_client::TxnOutcome;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::atomic::Ordering;
@@ -24,7 +25,7 @@ const UNKNOWN_RETRIES: u32 = 3;
 
 pub struct Deliverer {
     pub pg: tokio_postgres::Client,
-    pub baton: Client,
+    pub baton: Arc<Targets>,
     pub names: Names,
     pub args: RunArgs,
     pub leases: Arc<Leases>,
@@ -249,7 +250,7 @@ impl Deliverer {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
             }
-            match self.baton.transaction_raw(&body, Duration::from_secs(10)).await {
+            match self.baton.transaction(&body, Duration::from_secs(10)).await {
                 TxnOutcome::Committed { .. } => return Pushed::Committed,
                 TxnOutcome::RolledBack { reason, .. } if reason == "duplicate" => return Pushed::Duplicate,
                 TxnOutcome::RolledBack { reason, .. } if reason == "kv_precondition" => return Pushed::Fenced,
@@ -269,7 +270,7 @@ impl Deliverer {
 
     /// The bucket's lease is still at this guard's token (a transaction of the guard alone).
     async fn still_owner(&self, guard: &Value) -> bool {
-        match self.baton.transaction_raw(&json!({ "operations": [], "kv": [guard] }), Duration::from_secs(10)).await {
+        match self.baton.transaction(&json!({ "operations": [], "kv": [guard] }), Duration::from_secs(10)).await {
             TxnOutcome::Committed { .. } => true,
             TxnOutcome::RolledBack { reason, .. } if reason == "kv_precondition" => {
                 self.m.fenced.fetch_add(1, Ordering::Relaxed);
@@ -299,7 +300,7 @@ impl Deliverer {
                 "transactionId": format!("outbox-parked-{}", e.id), "payload": note});
             let _ = self
                 .baton
-                .transaction_raw(&json!({"operations": [{"type": "push", "items": [item]}]}), Duration::from_secs(5))
+                .transaction(&json!({"operations": [{"type": "push", "items": [item]}]}), Duration::from_secs(5))
                 .await;
         }
         Ok(())

@@ -7,7 +7,7 @@
 //! the delivery round holds `state` for reading, a renewal for writing.
 
 use crate::metrics::Metrics;
-use baton_client::Client;
+use crate::targets::Targets;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -33,7 +33,7 @@ pub struct Held {
 }
 
 pub struct Leases {
-    baton: Client,
+    baton: Arc<Targets>,
     pub relay_id: String,
     pub buckets: u32,
     lease_secs: u64,
@@ -44,7 +44,7 @@ pub struct Leases {
 }
 
 impl Leases {
-    pub fn new(baton: Client, relay_id: String, buckets: u32, lease_secs: u64, m: Arc<Metrics>) -> Leases {
+    pub fn new(baton: Arc<Targets>, relay_id: String, buckets: u32, lease_secs: u64, m: Arc<Metrics>) -> Leases {
         Leases {
             baton,
             relay_id,
@@ -207,7 +207,7 @@ impl Leases {
     }
 
     /// The bucket lock holders, for `baton relay status`.
-    pub async fn holders(baton: &Client, buckets: u32) -> Result<Value, crate::Error> {
+    pub async fn holders(baton: &Targets, buckets: u32) -> Result<Value, crate::Error> {
         let mut out = serde_json::Map::new();
         let names: Vec<Value> = (0..buckets).map(|b| json!({"op": "get", "name": lock_name(b)})).collect();
         for (i, c) in names.chunks(CHUNK).enumerate() {

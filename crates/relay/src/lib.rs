@@ -15,6 +15,7 @@ mod pg_lease;
 mod prune;
 mod schema;
 mod status;
+mod targets;
 
 use clap::{Args, Subcommand};
 use std::sync::Arc;
@@ -65,8 +66,9 @@ pub struct InitArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub pg: PgArgs,
-    /// Baton's HTTP address.
-    #[arg(long, env = "BATON_RELAY_TO", default_value = "http://127.0.0.1:6632")]
+    /// Baton's HTTP address, or several members of a cluster, comma-separated (at most
+    /// 16): one is used at a time, the next after one that does not answer.
+    #[arg(long, env = "BATON_RELAY_TO", default_value = "http://127.0.0.1:6632", value_parser = targets::checked)]
     pub to: String,
     /// Publish into Kafka instead (host:port of Apache Kafka or Baton's Kafka door):
     /// one Kafka transaction per bucket and round, exactly once for read_committed consumers.
@@ -127,9 +129,10 @@ pub struct RunArgs {
 pub struct StatusArgs {
     #[command(flatten)]
     pub pg: PgArgs,
-    /// Baton's HTTP address: when given, the bucket lock holders are shown too (without it,
-    /// Kafka mode's lease holders from PostgreSQL, when there are any).
-    #[arg(long, env = "BATON_RELAY_TO")]
+    /// Baton's HTTP address (or members, comma-separated): when given, the bucket lock
+    /// holders are shown too (without it, Kafka mode's lease holders from PostgreSQL, when
+    /// there are any).
+    #[arg(long, env = "BATON_RELAY_TO", value_parser = targets::checked)]
     pub to: Option<String>,
 }
 
@@ -188,11 +191,8 @@ async fn run_relay(r: RunArgs) -> Result<(), Error> {
     schema::init(&mut pg, &names, r.buckets).await?;
     let buckets = schema::buckets(&pg, &names).await?;
     let relay_id = r.relay_id.clone().unwrap_or_else(|| format!("relay-{}", std::process::id()));
-    let baton = baton_client::Client::with_options(
-        &r.to,
-        baton_client::Options { timeout: Duration::from_secs(10), ..Default::default() },
-    )?;
     let m = Arc::new(metrics::Metrics::default());
+    let baton = Arc::new(targets::Targets::new(&r.to, Duration::from_secs(10), m.clone())?);
     metrics::serve(&r.metrics_addr, m.clone()).await?;
     let leases = Arc::new(lease::Leases::new(baton.clone(), relay_id.clone(), buckets, r.lease_secs, m.clone()));
     let maintain = tokio::spawn(leases.clone().maintain());

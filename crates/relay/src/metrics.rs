@@ -28,13 +28,15 @@ pub struct Metrics {
     pub rounds_split: AtomicU64,
     /// Delivered rows deleted by --prune-after-secs.
     pub pruned: AtomicU64,
+    /// Calls that moved on to the next `--to` member (the current one did not answer).
+    pub target_switches: AtomicU64,
 }
 
 impl Metrics {
     pub fn text(&self) -> String {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let mut s = String::new();
-        let rows: [(&str, &str, String); 12] = [
+        let rows: [(&str, &str, String); 13] = [
             ("baton_relay_delivered_total", "counter", l(&self.delivered).to_string()),
             ("baton_relay_duplicates_total", "counter", l(&self.duplicates).to_string()),
             ("baton_relay_parked_total", "counter", l(&self.parked).to_string()),
@@ -47,6 +49,7 @@ impl Metrics {
             ("baton_relay_rounds_whole_total", "counter", l(&self.rounds_whole).to_string()),
             ("baton_relay_rounds_split_total", "counter", l(&self.rounds_split).to_string()),
             ("baton_relay_pruned_total", "counter", l(&self.pruned).to_string()),
+            ("baton_relay_target_switches_total", "counter", l(&self.target_switches).to_string()),
         ];
         for (name, kind, v) in rows {
             let _ = writeln!(s, "# TYPE {name} {kind}\n{name} {v}");

@@ -29,8 +29,18 @@ pub async fn status(a: &StatusArgs) -> Result<(), Error> {
         "oldestPendingAgeSeconds": r.get::<_, Option<f64>>(3),
     });
     if let Some(to) = &a.to {
-        let c = baton_client::Client::new(to, 1)?;
-        out["bucketHolders"] = Leases::holders(&c, buckets).await?;
+        let m = std::sync::Arc::new(crate::metrics::Metrics::default());
+        let c = crate::targets::Targets::new(to, std::time::Duration::from_secs(10), m)?;
+        // Each member in turn until one answers (a failed call moves on to the next).
+        let mut tries = c.members();
+        out["bucketHolders"] = loop {
+            tries -= 1;
+            match Leases::holders(&c, buckets).await {
+                Ok(h) => break h,
+                Err(e) if tries == 0 => return Err(e),
+                Err(_) => {}
+            }
+        };
     } else if let Ok(h) = crate::pg_lease::PgLeases::holders(&pg, &names).await {
         // Kafka mode keeps its leases in PostgreSQL: the live holders, if any.
         if h.as_object().is_some_and(|o| !o.is_empty()) {
