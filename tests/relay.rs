@@ -148,6 +148,40 @@ fn failover_kill9_no_duplicates() {
     });
 }
 
+/// A relay kill -9'd and started again with its `--relay-id` (as a service manager does)
+/// takes its own buckets back at once, not after its old leases expire: those are its own
+/// (a lock acquired again by its holder answers the same permit). Before, it counted
+/// them as held by another and waited the whole lease (10 s by default) doing nothing.
+#[test]
+fn a_relay_restarted_with_its_id_takes_its_buckets_back_at_once() {
+    let pg = Pg::start();
+    init(&pg);
+    let baton = Server::start();
+    let lease = ["--lease-secs", "30"];
+    let mut a = Relay::start(&pg, &baton, "ra", &lease);
+    rt().block_on(async {
+        a.wait_buckets(64).await;
+        let inserting = insert_rounds(&pg, 20, Duration::from_millis(50));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(a.metric("baton_relay_delivered_total").await > 0.0, "nothing delivered before the kill");
+        a.kill9();
+        let again = Relay::start(&pg, &baton, "ra", &lease);
+        let restarted = Instant::now();
+        while again.metric("baton_relay_buckets_owned").await < 64.0 {
+            assert!(
+                restarted.elapsed() < Duration::from_secs(10),
+                "the restarted relay waits for its own 30 s leases:\n{}",
+                again.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        inserting.await.unwrap();
+        let c = pg.client().await;
+        wait_delivered(&c, 400, Duration::from_secs(20), &|| again.log()).await;
+        check_exactly_once_in_order(&c, &baton).await;
+    });
+}
+
 #[test]
 fn paused_relay_is_fenced() {
     let pg = Pg::start();

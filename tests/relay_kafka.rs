@@ -156,6 +156,44 @@ fn kafka_kill9_between_commit_and_mark_exactly_once() {
     });
 }
 
+/// Kafka mode: a relay kill -9'd between a commit and its marking and started again with
+/// its `--relay-id` takes its own buckets back at once (not after its 30 s leases), bumps
+/// each bucket's producer epoch (fencing what is left of the old process) and settles the
+/// committed transaction from the bucket's position: every event once, in order.
+#[test]
+fn kafka_relay_restarted_with_its_id_takes_its_buckets_back_at_once() {
+    let pg = Pg::start();
+    init(&pg);
+    let (_baton, port) = Server::start_kafka(&[]);
+    let addr = format!("127.0.0.1:{port}");
+    let mut a = kafka_relay(&pg, &addr, "ra", &["--lease-secs", "30", "--test-commit-hold-ms", "1500"]);
+    rt().block_on(async {
+        a.wait_buckets(64).await;
+        let inserting = insert_rounds(&pg, 15, Duration::from_millis(100));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while a.metric("baton_relay_delivered_total").await < 1.0 {
+            assert!(Instant::now() < deadline, "ra delivered nothing:\n{}", a.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        a.kill9();
+        let again = kafka_relay(&pg, &addr, "ra", &["--lease-secs", "30"]);
+        let restarted = Instant::now();
+        while again.metric("baton_relay_buckets_owned").await < 64.0 {
+            assert!(
+                restarted.elapsed() < Duration::from_secs(10),
+                "the restarted relay waits for its own 30 s leases:\n{}",
+                again.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        inserting.await.unwrap();
+        let c = pg.client().await;
+        wait_delivered(&c, 300, Duration::from_secs(60), &|| again.log()).await;
+        check_exactly_once_in_order(&c, &addr).await;
+    });
+}
+
 #[test]
 fn kafka_paused_relay_is_fenced() {
     let pg = Pg::start();

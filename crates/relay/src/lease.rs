@@ -180,15 +180,22 @@ impl Leases {
         Ok(())
     }
 
-    /// Take up to `want` buckets nobody holds, starting at a place that depends on the relay id.
+    /// Take up to `want` buckets nobody holds, starting at a place that depends on the relay
+    /// id. A bucket held under this relay's own id is taken too: that is this relay before a
+    /// restart (kill -9, then the service manager), and acquiring it again answers the same
+    /// permit at once instead of after the lease. The relay id is the fencing identity:
+    /// two live relays must not share one (docs/relay.md).
     async fn acquire(&self, want: usize) -> Result<(), crate::Error> {
         let start = self.relay_id.bytes().fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32)) % self.buckets;
         let owned: Vec<u32> = self.state.read().await.keys().copied().collect();
         let order: Vec<u32> =
             (0..self.buckets).map(|i| (start + i) % self.buckets).filter(|b| !owned.contains(b)).collect();
         let got = self.ops(order.iter().map(|b| json!({"op": "get", "name": lock_name(*b)})).collect()).await?;
+        let mine = |g: &Value| {
+            g["holders"].as_array().is_some_and(|h| !h.is_empty() && h.iter().all(|h| h["owner"] == self.relay_id))
+        };
         let free: Vec<u32> =
-            order.iter().zip(got).filter(|(_, g)| g["held"] != true).map(|(b, _)| *b).take(want).collect();
+            order.iter().zip(got).filter(|(_, g)| g["held"] != true || mine(g)).map(|(b, _)| *b).take(want).collect();
         if free.is_empty() {
             return Ok(());
         }

@@ -107,17 +107,20 @@ impl PgLeases {
             }
         } else if st.len() < fair {
             let want = (fair - st.len()) as i64;
-            // Compare-and-set: a bucket is taken only if it is free or its lease ran out,
+            let kept_now: Vec<i32> = st.iter().map(|b| *b as i32).collect();
+            // Compare-and-set: a bucket is taken only if it is free, its lease ran out, or it
+            // is held under this relay's id (this relay before a restart: it takes its own
+            // back at once, and the new producer epoch fences anything left of the old one),
             // checked again by the UPDATE itself (SKIP LOCKED keeps two takers apart).
             let got = pg
                 .query(
                     &format!(
                         "UPDATE {l} SET owner = $1, expires_at = now() + make_interval(secs => $2) \
-                         WHERE bucket IN (SELECT bucket FROM {l} WHERE (owner IS NULL OR expires_at < now()) \
-                           ORDER BY bucket LIMIT $3 FOR UPDATE SKIP LOCKED) \
-                         AND (owner IS NULL OR expires_at < now()) RETURNING bucket"
+                         WHERE bucket IN (SELECT bucket FROM {l} WHERE (owner IS NULL OR expires_at < now() OR owner = $1) \
+                           AND NOT bucket = ANY($4) ORDER BY bucket LIMIT $3 FOR UPDATE SKIP LOCKED) \
+                         AND (owner IS NULL OR expires_at < now() OR owner = $1) RETURNING bucket"
                     ),
-                    &[&self.relay_id, &ttl, &want],
+                    &[&self.relay_id, &ttl, &want, &kept_now],
                 )
                 .await?;
             st.extend(got.iter().map(|r| r.get::<_, i32>(0) as u32));
