@@ -15,14 +15,23 @@ pub const BUCKETS: &str = "64";
 pub struct Pg {
     pub dir: tempfile::TempDir,
     pub port: u16,
+    /// POSTGRES_OPTS of every start.
+    pub opts: String,
 }
 
 impl Pg {
     pub fn start() -> Pg {
+        Pg::start_with(|_| String::new())
+    }
+
+    /// A PostgreSQL started with more server settings (`POSTGRES_OPTS`), which `opts`
+    /// writes given the directory (to place files there first).
+    pub fn start_with(opts: impl FnOnce(&std::path::Path) -> String) -> Pg {
         let dir = tempfile::Builder::new().prefix("baton-relay-pg").tempdir_in("/tmp").expect("temp dir");
         std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let port = free_port();
-        let pg = Pg { dir, port };
+        let opts = opts(dir.path());
+        let pg = Pg { dir, port, opts };
         let st = pg.script("start");
         assert!(st.status.success(), "postgres.sh start: {}", String::from_utf8_lossy(&st.stderr));
         pg
@@ -33,6 +42,7 @@ impl Pg {
             .arg(cmd)
             .env("PEERS_DIR", self.dir.path())
             .env("POSTGRES_PORT", self.port.to_string())
+            .env("POSTGRES_OPTS", &self.opts)
             .output()
             .expect("run postgres.sh")
     }
@@ -78,11 +88,16 @@ impl Relay {
     }
 
     fn start_to(pg: &Pg, to: &[&str], id: &str, extra: &[&str]) -> Relay {
+        Relay::start_pg(&pg.url(), to, id, extra)
+    }
+
+    /// A relay reaching PostgreSQL by `pg_url` (TLS settings in it, say).
+    pub fn start_pg(pg_url: &str, to: &[&str], id: &str, extra: &[&str]) -> Relay {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("relay.log");
         let metrics = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_baton"))
-            .args(["relay", "run", "--pg", &pg.url(), "--relay-id", id])
+            .args(["relay", "run", "--pg", pg_url, "--relay-id", id])
             .args(to)
             .args(["--buckets", BUCKETS, "--poll-ms", "100"])
             .args(["--metrics-addr", &format!("127.0.0.1:{metrics}")])

@@ -77,9 +77,10 @@ pub(crate) trait Rounds {
 /// nothing, the next waits for a NOTIFY or `--poll-ms`, whichever comes first.
 pub(crate) async fn drive(mut d: impl Rounds, wake: Arc<Notify>) -> Result<(), Error> {
     let poll = Duration::from_millis(d.args().poll_ms.max(10));
+    let target = crate::pg::Pg::new(&d.args().pg)?;
     loop {
         if d.pg().is_closed() {
-            match crate::connect(&d.args().pg.pg).await {
+            match target.connect().await {
                 Ok(c) => *d.pg() = c,
                 Err(e) => eprintln!("baton relay {}: reconnect to postgres: {e}", d.relay_id()),
             }
@@ -410,12 +411,11 @@ pub(crate) async fn fail_row(
 }
 
 /// LISTEN on `channel` from a connection of its own; every notification wakes the delivery loop.
-pub async fn listen(url: &str, channel: &str, wake: Arc<Notify>) -> Result<(), Error> {
-    let url = url.to_string();
+pub async fn listen(target: crate::pg::Pg, channel: &str, wake: Arc<Notify>) -> Result<(), Error> {
     let channel = channel.to_string();
     tokio::spawn(async move {
         loop {
-            if let Err(e) = listen_once(&url, &channel, &wake).await {
+            if let Err(e) = listen_once(&target, &channel, &wake).await {
                 eprintln!("baton relay: listen: {e}; reconnecting");
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -424,25 +424,9 @@ pub async fn listen(url: &str, channel: &str, wake: Arc<Notify>) -> Result<(), E
     Ok(())
 }
 
-async fn listen_once(url: &str, channel: &str, wake: &Notify) -> Result<(), Error> {
-    let (client, mut conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+async fn listen_once(target: &crate::pg::Pg, channel: &str, wake: &Notify) -> Result<(), Error> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let driver = tokio::spawn(async move {
-        loop {
-            match futures_util::future::poll_fn(|cx| conn.poll_message(cx)).await {
-                Some(Ok(m)) => {
-                    if tx.send(Ok(m)).is_err() {
-                        return;
-                    }
-                }
-                Some(Err(e)) => {
-                    let _ = tx.send(Err(e));
-                    return;
-                }
-                None => return,
-            }
-        }
-    });
+    let client = target.open(Some(tx)).await?;
     client.batch_execute(&format!("LISTEN {channel}")).await?;
     // Events inserted while we were not listening: one wake-up covers them.
     wake.notify_one();
@@ -451,7 +435,6 @@ async fn listen_once(url: &str, channel: &str, wake: &Notify) -> Result<(), Erro
             Ok(tokio_postgres::AsyncMessage::Notification(_)) => wake.notify_one(),
             Ok(_) => {}
             Err(e) => {
-                driver.abort();
                 return Err(e.into());
             }
         }

@@ -11,6 +11,7 @@ mod deliver;
 mod kafka_out;
 mod lease;
 mod metrics;
+mod pg;
 mod pg_lease;
 mod prune;
 mod schema;
@@ -51,6 +52,11 @@ pub struct PgArgs {
     /// The outbox table.
     #[arg(long, env = "BATON_RELAY_TABLE", default_value = "baton_outbox")]
     pub table: String,
+    /// PEM file of the CA(s) that signed PostgreSQL's certificate, trusted beside the
+    /// system's roots. TLS is used when --pg says `sslmode=require`, and then always
+    /// verified.
+    #[arg(long, env = "BATON_RELAY_PG_CA_FILE")]
+    pub pg_ca_file: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -150,17 +156,6 @@ pub struct ReleaseArgs {
 
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
-/// Connect to PostgreSQL and drive the connection in a task.
-pub(crate) async fn connect(url: &str) -> Result<tokio_postgres::Client, Error> {
-    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
-    tokio::spawn(async move {
-        if let Err(e) = conn.await {
-            eprintln!("baton relay: postgres connection: {e}");
-        }
-    });
-    Ok(client)
-}
-
 /// Entry point of `baton relay ...`.
 pub fn run(a: RelayArgs) -> Result<(), Error> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
@@ -168,7 +163,7 @@ pub fn run(a: RelayArgs) -> Result<(), Error> {
         match a.command {
             RelayCommand::Init(i) => {
                 let names = Names::new(&i.pg.table)?;
-                let mut pg = connect(&i.pg.pg).await?;
+                let mut pg = pg::Pg::new(&i.pg)?.connect().await?;
                 schema::init(&mut pg, &names, i.buckets).await?;
                 let b = schema::buckets(&pg, &names).await?;
                 println!("{}", serde_json::json!({"table": names.table, "buckets": b}));
@@ -187,7 +182,8 @@ async fn run_relay(r: RunArgs) -> Result<(), Error> {
         return run_kafka(r, k).await;
     }
     let names = Names::new(&r.pg.table)?;
-    let mut pg = connect(&r.pg.pg).await?;
+    let target = pg::Pg::new(&r.pg)?;
+    let mut pg = target.connect().await?;
     schema::init(&mut pg, &names, r.buckets).await?;
     let buckets = schema::buckets(&pg, &names).await?;
     let relay_id = r.relay_id.clone().unwrap_or_else(|| format!("relay-{}", std::process::id()));
@@ -197,9 +193,9 @@ async fn run_relay(r: RunArgs) -> Result<(), Error> {
     let leases = Arc::new(lease::Leases::new(baton.clone(), relay_id.clone(), buckets, r.lease_secs, m.clone()));
     let maintain = tokio::spawn(leases.clone().maintain());
     let wake = Arc::new(tokio::sync::Notify::new());
-    deliver::listen(&r.pg.pg, names.channel(), wake.clone()).await?;
-    tokio::spawn(metrics::gauges(r.pg.pg.clone(), names.clone(), m.clone()));
-    tokio::spawn(prune::prune(r.pg.pg.clone(), names.clone(), r.prune_after_secs, m.clone()));
+    deliver::listen(target.clone(), names.channel(), wake.clone()).await?;
+    tokio::spawn(metrics::gauges(target.clone(), names.clone(), m.clone()));
+    tokio::spawn(prune::prune(target.clone(), names.clone(), r.prune_after_secs, m.clone()));
     eprintln!("baton relay {relay_id}: {buckets} buckets, table {}, to {}", names.table, r.to);
     let d = deliver::Deliverer { pg, baton, names, args: r, leases: leases.clone(), m };
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -214,19 +210,26 @@ async fn run_relay(r: RunArgs) -> Result<(), Error> {
 /// Kafka mode (D58): leases in PostgreSQL, one Kafka transaction per bucket and round.
 async fn run_kafka(r: RunArgs, bootstrap: String) -> Result<(), Error> {
     let names = Names::new(&r.pg.table)?;
-    let mut pg = connect(&r.pg.pg).await?;
+    let target = pg::Pg::new(&r.pg)?;
+    let mut pg = target.connect().await?;
     schema::init(&mut pg, &names, r.buckets).await?;
     let buckets = schema::buckets(&pg, &names).await?;
     let relay_id = r.relay_id.clone().unwrap_or_else(|| format!("relay-{}", std::process::id()));
     let m = Arc::new(metrics::Metrics::default());
     metrics::serve(&r.metrics_addr, m.clone()).await?;
-    let leases =
-        Arc::new(pg_lease::PgLeases::new(&r.pg.pg, names.clone(), relay_id.clone(), buckets, r.lease_secs, m.clone()));
+    let leases = Arc::new(pg_lease::PgLeases::new(
+        target.clone(),
+        names.clone(),
+        relay_id.clone(),
+        buckets,
+        r.lease_secs,
+        m.clone(),
+    ));
     let maintain = tokio::spawn(leases.clone().maintain());
     let wake = Arc::new(tokio::sync::Notify::new());
-    deliver::listen(&r.pg.pg, names.channel(), wake.clone()).await?;
-    tokio::spawn(metrics::gauges(r.pg.pg.clone(), names.clone(), m.clone()));
-    tokio::spawn(prune::prune(r.pg.pg.clone(), names.clone(), r.prune_after_secs, m.clone()));
+    deliver::listen(target.clone(), names.channel(), wake.clone()).await?;
+    tokio::spawn(metrics::gauges(target.clone(), names.clone(), m.clone()));
+    tokio::spawn(prune::prune(target.clone(), names.clone(), r.prune_after_secs, m.clone()));
     eprintln!("baton relay {relay_id}: {buckets} buckets, table {}, to kafka {bootstrap}", names.table);
     let out = kafka_out::KafkaOut::new(pg, names, r, bootstrap, leases.clone(), m);
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

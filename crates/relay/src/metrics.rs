@@ -77,7 +77,7 @@ pub async fn serve(addr: &str, m: Arc<Metrics>) -> Result<(), crate::Error> {
 }
 
 /// Refresh the backlog and lag gauges every second from a connection of their own.
-pub async fn gauges(url: String, names: Names, m: Arc<Metrics>) {
+pub async fn gauges(target: crate::pg::Pg, names: Names, m: Arc<Metrics>) {
     let sql = format!(
         "SELECT count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 \
          FROM {} WHERE status = 'pending'",
@@ -86,7 +86,7 @@ pub async fn gauges(url: String, names: Names, m: Arc<Metrics>) {
     let mut pg = None;
     loop {
         if pg.is_none() {
-            pg = crate::connect(&url).await.ok();
+            pg = target.connect().await.ok();
         }
         if let Some(c) = &pg {
             match c.query_one(&sql, &[]).await {

@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::sync::{Mutex, RwLock};
 
 pub struct PgLeases {
-    url: String,
+    target: crate::pg::Pg,
     names: Names,
     pub relay_id: String,
     pub buckets: u32,
@@ -28,9 +28,16 @@ pub struct PgLeases {
 }
 
 impl PgLeases {
-    pub fn new(url: &str, names: Names, relay_id: String, buckets: u32, lease_secs: u64, m: Arc<Metrics>) -> PgLeases {
+    pub fn new(
+        target: crate::pg::Pg,
+        names: Names,
+        relay_id: String,
+        buckets: u32,
+        lease_secs: u64,
+        m: Arc<Metrics>,
+    ) -> PgLeases {
         PgLeases {
-            url: url.to_string(),
+            target,
             names,
             relay_id,
             buckets,
@@ -57,7 +64,7 @@ impl PgLeases {
     async fn client(&self) -> Result<tokio::sync::MutexGuard<'_, Option<tokio_postgres::Client>>, crate::Error> {
         let mut g = self.pg.lock().await;
         if g.as_ref().is_none_or(|c| c.is_closed()) {
-            *g = Some(crate::connect(&self.url).await?);
+            *g = Some(self.target.connect().await?);
         }
         Ok(g)
     }

@@ -14,7 +14,7 @@ pub const PRUNE_BATCH: i64 = 10_000;
 
 /// Every `min(after, 60 s)` (at least 1 s), delete what is delivered and older than
 /// `after_secs`, a batch at a time until less than a batch is left. 0: keep every row.
-pub async fn prune(url: String, names: Names, after_secs: u64, m: Arc<Metrics>) {
+pub async fn prune(target: crate::pg::Pg, names: Names, after_secs: u64, m: Arc<Metrics>) {
     if after_secs == 0 {
         return;
     }
@@ -30,7 +30,7 @@ pub async fn prune(url: String, names: Names, after_secs: u64, m: Arc<Metrics>) 
     let mut pg = None;
     loop {
         if pg.is_none() {
-            pg = crate::connect(&url).await.ok();
+            pg = target.connect().await.ok();
         }
         if let Some(c) = &pg {
             match c.execute(&sql, &[&age]).await {

@@ -4,13 +4,14 @@
 //! that is not parked, nor touch Baton beyond reading lock holders.
 
 use crate::lease::Leases;
+use crate::pg::Pg;
 use crate::schema::{self, Names};
-use crate::{connect, Error, PgArgs, ReleaseArgs, StatusArgs};
+use crate::{Error, PgArgs, ReleaseArgs, StatusArgs};
 use serde_json::json;
 
 pub async fn status(a: &StatusArgs) -> Result<(), Error> {
     let names = Names::new(&a.pg.table)?;
-    let pg = connect(&a.pg.pg).await?;
+    let pg = Pg::new(&a.pg)?.connect().await?;
     let r = pg
         .query_one(
             &format!(
@@ -53,7 +54,7 @@ pub async fn status(a: &StatusArgs) -> Result<(), Error> {
 
 pub async fn parked(a: &PgArgs) -> Result<(), Error> {
     let names = Names::new(&a.table)?;
-    let pg = connect(&a.pg).await?;
+    let pg = Pg::new(a)?.connect().await?;
     let rows = pg
         .query(
             &format!(
@@ -76,7 +77,7 @@ pub async fn parked(a: &PgArgs) -> Result<(), Error> {
 
 pub async fn release(a: &ReleaseArgs) -> Result<(), Error> {
     let names = Names::new(&a.pg.table)?;
-    let pg = connect(&a.pg.pg).await?;
+    let pg = Pg::new(&a.pg)?.connect().await?;
     let sql = format!(
         "UPDATE {} SET status = 'pending', attempts = 0, next_attempt_at = NULL, last_error = NULL \
          WHERE status = 'parked' AND ($1::bigint IS NULL OR id = $1)",
