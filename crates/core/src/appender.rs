@@ -154,7 +154,15 @@ mod tests {
     }
 
     fn file(dir: &std::path::Path, name: &str) -> Arc<File> {
-        Arc::new(std::fs::OpenOptions::new().create(true).read(true).write(true).open(dir.join(name)).unwrap())
+        Arc::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .read(true)
+                .write(true)
+                .open(dir.join(name))
+                .unwrap(),
+        )
     }
 
     #[test]

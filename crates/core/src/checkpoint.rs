@@ -509,6 +509,12 @@ fn preflight(state: &State, had_checkpoint: bool, parts_dir: &Path, wal: Option<
     Ok(())
 }
 
+/// The checkpoint in `dir` as recovery reads it (magic, CRC, decode), changing nothing:
+/// `None` when there is none. For `baton check data`, through [`crate::inspect`] only.
+pub fn load_read_only(dir: &Path) -> Result<Option<State>, String> {
+    load(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -520,7 +526,7 @@ mod tests {
         let mut bytes = OLD_MAGICS[0].to_vec();
         bytes.extend_from_slice(&[0u8; 16]);
         fs::write(dir.path().join(FILE), bytes).unwrap();
-        let e = load(dir.path()).err().expect("refused");
+        let e = load(dir.path()).expect_err("refused");
         assert!(e.contains("older Baton") && e.contains("format 1"), "{e}");
     }
 
@@ -554,10 +560,4 @@ mod tests {
         fs::write(dir.path().join(FILE), bad).unwrap();
         assert!(load(dir.path()).err().is_some_and(|e| e.contains("crc mismatch")));
     }
-}
-
-/// The checkpoint in `dir` as recovery reads it (magic, CRC, decode), changing nothing:
-/// `None` when there is none. For `baton check data`, through [`crate::inspect`] only.
-pub fn load_read_only(dir: &Path) -> Result<Option<State>, String> {
-    load(dir)
 }

@@ -329,7 +329,7 @@ mod tests {
         for limit in [100u64, 200, 1024, 4096, 9000, 20_000] {
             let m = budget_for_fd_limit(4096, limit);
             let share = (limit - FD_RESERVE) as usize / 2;
-            assert!(m >= 8 && m <= 4096, "{limit}: {m}");
+            assert!((8..=4096).contains(&m), "{limit}: {m}");
             if share >= 8 + 2 * pool_for(8) {
                 assert!(m + 2 * pool_for(m) <= share, "{limit}: {m} does not fit {share}");
                 let next = m + 1;

@@ -266,7 +266,10 @@ mod tests {
         }
     }
 
-    fn decode(raw: &[u8]) -> Result<Vec<(String, String, Option<String>, String)>, ApiError> {
+    /// (queue, partition, transaction id, payload) of each item.
+    type Parts = (String, String, Option<String>, String);
+
+    fn decode(raw: &[u8]) -> Result<Vec<Parts>, ApiError> {
         let inf = inflate(raw, 1 << 20, 100)?;
         Ok(items(raw, &inf, 100)?.items.iter().map(PushItem::parts).collect())
     }

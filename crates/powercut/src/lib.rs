@@ -363,7 +363,7 @@ mod tests {
         for seed in 0..64 {
             let mut r = Report::default();
             let t = tear(&durable, &now, &mut Rng::new(seed), &mut r);
-            assert!(t.len() >= durable.len() && t.len() <= now.len() && t.len() % SECTOR == 0);
+            assert!(t.len() >= durable.len() && t.len() <= now.len() && t.len().is_multiple_of(SECTOR));
             // The synced sectors that did not change are always there.
             assert!(t[..SECTOR].iter().all(|&b| b == 1) && t[2 * SECTOR..3 * SECTOR].iter().all(|&b| b == 1));
             // Every other sector is either its synced or its newer content, never a mix.
