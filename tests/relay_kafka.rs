@@ -13,7 +13,7 @@
 
 mod common;
 mod relay_util;
-use baton_client::kafka::{murmur2_partition, KafkaConn};
+use baton_client::kafka::{murmur2_partition, KafkaConn, SaslPlain};
 use common::Server;
 use relay_util::*;
 use serde_json::Value;
@@ -26,9 +26,17 @@ const PARTITIONS: i32 = 8;
 const READ_PASSES: usize = 10_000;
 
 /// Every committed record of `topic` (partitions 0..`partitions`), read_committed:
-/// (partition, key, outbox-id header, value).
+/// (partition, key, outbox-id header, value). `addr` is `host:port`, or
+/// `user:password@host:port` for a listener that demands SASL/PLAIN.
 async fn read_topic(addr: &str, topic: &str, partitions: i32) -> Vec<(i32, String, i64, Value)> {
-    let mut k = KafkaConn::connect(addr, Duration::from_secs(10)).await.expect("connect to kafka");
+    let (sasl, addr) = match addr.rsplit_once('@') {
+        Some((cred, a)) => {
+            let (user, password) = cred.split_once(':').expect("user:password@host:port");
+            (Some(SaslPlain { user: user.into(), password: password.into() }), a)
+        }
+        None => (None, addr),
+    };
+    let mut k = KafkaConn::connect_with(addr, Duration::from_secs(10), sasl.as_ref()).await.expect("connect to kafka");
     let mut out = Vec::new();
     for p in 0..partitions {
         let mut offset = 0;
@@ -191,6 +199,50 @@ fn kafka_relay_restarted_with_its_id_takes_its_buckets_back_at_once() {
         let c = pg.client().await;
         wait_delivered(&c, 300, Duration::from_secs(60), &|| again.log()).await;
         check_exactly_once_in_order(&c, &addr).await;
+    });
+}
+
+/// A Kafka listener that demands SASL/PLAIN (Baton's door with --kafka-sasl-users): with
+/// the right password every event goes once and in order; with a wrong one the relay
+/// stops at start with the broker's reason instead of failing every round.
+#[test]
+fn kafka_relay_authenticates_with_sasl_plain() {
+    let pg = Pg::start();
+    init(&pg);
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("users");
+    std::fs::write(&users, "alice:s3cret\n").unwrap();
+    let (_baton, port) = Server::start_kafka(&["--kafka-sasl-users", users.to_str().unwrap()]);
+    let addr = format!("127.0.0.1:{port}");
+    let mut wrong = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["relay", "run", "--pg", &pg.url(), "--to-kafka", &addr, "--relay-id", "bad"])
+        .args(["--kafka-sasl-user", "alice", "--metrics-addr", "127.0.0.1:0"])
+        .env("BATON_RELAY_KAFKA_SASL_PASSWORD", "wrong")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(st) = wrong.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = wrong.kill();
+            panic!("the relay with a wrong password kept running");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut wrong.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(!status.success());
+    assert!(err.contains("58") || err.to_lowercase().contains("authentication"), "{err}");
+    assert!(!err.contains("wrong"), "the password is in the error: {err}");
+    let relay = kafka_relay(&pg, &addr, "ra", &["--kafka-sasl-user", "alice", "--kafka-sasl-password", "s3cret"]);
+    rt().block_on(async {
+        insert_all(&pg, 10, 10, Duration::ZERO).await;
+        let c = pg.client().await;
+        wait_delivered(&c, 100, Duration::from_secs(30), &|| relay.log()).await;
+        check_exactly_once_in_order(&c, &format!("alice:s3cret@{addr}")).await;
     });
 }
 

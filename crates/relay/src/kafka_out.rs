@@ -223,6 +223,8 @@ impl Ev {
 /// The connections (one per broker address) and the topics known so far.
 struct Wire {
     bootstrap: String,
+    /// SASL/PLAIN for every connection, when the listener demands it.
+    sasl: Option<baton_client::kafka::SaslPlain>,
     conns: HashMap<String, KafkaConn>,
     /// topic -> leader address per partition.
     topics: HashMap<String, Vec<String>>,
@@ -234,7 +236,7 @@ impl Wire {
             self.conns.remove(addr);
         }
         if !self.conns.contains_key(addr) {
-            let c = KafkaConn::connect(addr, KAFKA_TIMEOUT).await?;
+            let c = KafkaConn::connect_with(addr, KAFKA_TIMEOUT, self.sasl.as_ref()).await?;
             self.conns.insert(addr.to_string(), c);
         }
         self.conns.get_mut(addr).ok_or_else(|| KafkaError::Io(format!("no connection to {addr}")))
@@ -352,7 +354,12 @@ impl KafkaOut {
     ) -> KafkaOut {
         let lanes = (0..args.kafka_lanes.max(1))
             .map(|_| Lane {
-                wire: Wire { bootstrap: bootstrap.clone(), conns: HashMap::new(), topics: HashMap::new() },
+                wire: Wire {
+                    bootstrap: bootstrap.clone(),
+                    sasl: args.kafka_sasl(),
+                    conns: HashMap::new(),
+                    topics: HashMap::new(),
+                },
                 producers: BTreeMap::new(),
                 group_coord: None,
             })

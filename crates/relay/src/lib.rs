@@ -35,7 +35,7 @@ pub enum RelayCommand {
     /// Create the outbox table, its triggers and config (idempotent).
     Init(InitArgs),
     /// Publish the outbox into Baton until stopped.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print pending, parked and delivered counts (and bucket holders with --to) as JSON.
     Status(StatusArgs),
     /// List the parked events, one JSON line each.
@@ -87,6 +87,14 @@ pub struct RunArgs {
     /// buckets go one after another).
     #[arg(long, env = "BATON_RELAY_KAFKA_LANES", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub kafka_lanes: u16,
+    /// Kafka mode: SASL/PLAIN user for a listener that demands it (with --kafka-sasl-password;
+    /// PLAIN sends the password as is: use it on a private network or a TLS tunnel).
+    #[arg(long, env = "BATON_RELAY_KAFKA_SASL_USER", requires = "kafka_sasl_password")]
+    pub kafka_sasl_user: Option<String>,
+    /// Kafka mode: the SASL/PLAIN password (better in the environment than on a command
+    /// line that `ps` shows).
+    #[arg(long, env = "BATON_RELAY_KAFKA_SASL_PASSWORD", requires = "kafka_sasl_user", hide_env_values = true)]
+    pub kafka_sasl_password: Option<Secret>,
     /// This relay's name, the owner of its bucket locks (default: host-pid).
     #[arg(long, env = "BATON_RELAY_ID")]
     pub relay_id: Option<String>,
@@ -131,6 +139,35 @@ pub struct RunArgs {
     pub test_commit_hold_ms: u64,
 }
 
+/// A value never shown by `Debug` (a password among the arguments).
+#[derive(Clone)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Secret, Self::Err> {
+        Ok(Secret(s.to_string()))
+    }
+}
+
+impl RunArgs {
+    /// The SASL/PLAIN credentials of the Kafka mode, when given.
+    pub(crate) fn kafka_sasl(&self) -> Option<baton_client::kafka::SaslPlain> {
+        match (&self.kafka_sasl_user, &self.kafka_sasl_password) {
+            (Some(user), Some(password)) => {
+                Some(baton_client::kafka::SaslPlain { user: user.clone(), password: password.0.clone() })
+            }
+            _ => None,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct StatusArgs {
     #[command(flatten)]
@@ -169,7 +206,7 @@ pub fn run(a: RelayArgs) -> Result<(), Error> {
                 println!("{}", serde_json::json!({"table": names.table, "buckets": b}));
                 Ok(())
             }
-            RelayCommand::Run(r) => run_relay(r).await,
+            RelayCommand::Run(r) => run_relay(*r).await,
             RelayCommand::Status(s) => status::status(&s).await,
             RelayCommand::Parked(p) => status::parked(&p).await,
             RelayCommand::Release(r) => status::release(&r).await,
@@ -230,6 +267,7 @@ async fn run_kafka(r: RunArgs, bootstrap: String) -> Result<(), Error> {
     deliver::listen(target.clone(), names.channel(), wake.clone()).await?;
     tokio::spawn(metrics::gauges(target.clone(), names.clone(), m.clone()));
     tokio::spawn(prune::prune(target.clone(), names.clone(), r.prune_after_secs, m.clone()));
+    probe_kafka(&bootstrap, r.kafka_sasl().as_ref()).await?;
     eprintln!("baton relay {relay_id}: {buckets} buckets, table {}, to kafka {bootstrap}", names.table);
     let out = kafka_out::KafkaOut::new(pg, names, r, bootstrap, leases.clone(), m);
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -238,6 +276,22 @@ async fn run_kafka(r: RunArgs, bootstrap: String) -> Result<(), Error> {
         res = deliver::drive(out, wake) => res,
         _ = term.recv() => stop(&relay_id, maintain, &held).await,
         _ = tokio::signal::ctrl_c() => stop(&relay_id, maintain, &held).await,
+    }
+}
+
+/// One connection to the bootstrap at start: credentials the listener refuses (or SASL it
+/// does not speak) stop the relay with the broker's reason instead of failing every round;
+/// a listener that is not up yet is only reported (the rounds retry it).
+async fn probe_kafka(bootstrap: &str, sasl: Option<&baton_client::kafka::SaslPlain>) -> Result<(), Error> {
+    use baton_client::kafka::{KafkaConn, KafkaError};
+    match KafkaConn::connect_with(bootstrap, Duration::from_secs(10), sasl).await {
+        Ok(_) => Ok(()),
+        // SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE.
+        Err(e @ KafkaError::Code { code: 58 | 33 | 34, .. }) => Err(format!("kafka {bootstrap}: {e}").into()),
+        Err(e) => {
+            eprintln!("baton relay: kafka {bootstrap} not reachable yet ({e}); the rounds will retry");
+            Ok(())
+        }
     }
 }
 
