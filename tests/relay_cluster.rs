@@ -82,3 +82,45 @@ fn a_dead_member_in_the_to_list_is_passed_over() {
         assert_eq!(st["bucketHolders"].as_object().map(|o| o.len()), Some(64), "{st}");
     });
 }
+
+/// Kafka mode into a three-member cluster's Kafka doors with every member in `--to-kafka`, a
+/// follower first. That member is SIGKILLed, then the relay is kill -9'd and started again:
+/// the new process finds its first broker dead and bootstraps from the next (metadata,
+/// coordinators), takes its buckets back, settles and goes on. Every event once and in
+/// order for a read_committed consumer. With one broker it would wait for the dead one.
+#[test]
+fn kafka_mode_bootstraps_past_a_dead_broker() {
+    let pg = Pg::start();
+    init(&pg);
+    let rt = rt();
+    let mut cluster = Cluster::start(&[]);
+    let c = common::load::client();
+    let l = rt.block_on(async {
+        let l = leader(&c, &cluster, Duration::from_secs(20)).await;
+        wait_known(&c, &cluster, l).await;
+        l
+    });
+    let f = (l + 1) % 3;
+    let brokers: Vec<String> =
+        [f, (l + 2) % 3, l].iter().map(|&i| format!("127.0.0.1:{}", cluster.members[i].kafka)).collect();
+    let brokers = brokers.join(",");
+    let mut relay = Relay::start_kafka(&pg, &brokers, "r1", &["--lease-secs", "4"]);
+    rt.block_on(async {
+        relay.wait_buckets(64).await;
+        let inserting = insert_rounds(&pg, 30, Duration::from_millis(60));
+        // The first rounds take the 64 buckets (an InitProducerId each) and make the topics.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while relay.metric("baton_relay_delivered_total").await == 0.0 {
+            assert!(std::time::Instant::now() < deadline, "nothing delivered before the kill:\n{}", relay.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        cluster.kill(f);
+        relay.kill9();
+        let again = Relay::start_kafka(&pg, &brokers, "r1", &["--lease-secs", "4"]);
+        inserting.await.unwrap();
+        let pgc = pg.client().await;
+        wait_delivered(&pgc, 600, Duration::from_secs(90), &|| again.log()).await;
+        assert!(again.log().contains("trying the next --to-kafka broker"), "{}", again.log());
+        check_topic(&pgc, &format!("127.0.0.1:{}", cluster.members[l].kafka), "outbox-order").await;
+    });
+}

@@ -13,87 +13,15 @@
 
 mod common;
 mod relay_util;
-use baton_client::kafka::{murmur2_partition, KafkaConn, SaslPlain};
 use common::Server;
 use relay_util::*;
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-/// The relay's default --kafka-partitions.
-const PARTITIONS: i32 = 8;
-/// Bounds of a test read of one partition.
-const READ_PASSES: usize = 10_000;
-
-/// Every committed record of `topic` (partitions 0..`partitions`), read_committed:
-/// (partition, key, outbox-id header, value). `addr` is `host:port`, or
-/// `user:password@host:port` for a listener that demands SASL/PLAIN.
-async fn read_topic(addr: &str, topic: &str, partitions: i32) -> Vec<(i32, String, i64, Value)> {
-    let (sasl, addr) = match addr.rsplit_once('@') {
-        Some((cred, a)) => {
-            let (user, password) = cred.split_once(':').expect("user:password@host:port");
-            (Some(SaslPlain { user: user.into(), password: password.into() }), a)
-        }
-        None => (None, addr),
-    };
-    let mut k = KafkaConn::connect_with(addr, Duration::from_secs(10), sasl.as_ref()).await.expect("connect to kafka");
-    let mut out = Vec::new();
-    for p in 0..partitions {
-        let mut offset = 0;
-        for pass in 0..READ_PASSES {
-            let f = match k.fetch_committed(topic, p, offset, 0, 1 << 20).await {
-                Ok(f) => f,
-                // A topic not created yet holds nothing.
-                Err(e) if e.code() == Some(3) => break,
-                Err(e) => panic!("fetch {topic}[{p}] at {offset}: {e}"),
-            };
-            for r in &f.records {
-                let key = String::from_utf8_lossy(r.key.as_deref().unwrap_or_default()).into_owned();
-                let id = r
-                    .headers
-                    .iter()
-                    .find(|(h, _)| h == "outbox-id")
-                    .and_then(|(_, v)| v.as_ref())
-                    .map(|v| String::from_utf8_lossy(v).parse::<i64>().unwrap())
-                    .unwrap_or(-1);
-                let v: Value = serde_json::from_slice(r.value.as_deref().unwrap_or(b"null")).unwrap();
-                out.push((p, key, id, v));
-            }
-            if f.next_offset >= f.last_stable_offset || f.next_offset <= offset {
-                break;
-            }
-            offset = f.next_offset;
-            assert!(pass + 1 < READ_PASSES, "{topic}[{p}] never ended");
-        }
-    }
-    out
-}
 
 /// Exactly once, in id order per aggregate, in the aggregate's murmur2 partition, for a
 /// read_committed consumer of `outbox-order`; the value is the row's JSON.
 async fn check_exactly_once_in_order(pg: &tokio_postgres::Client, addr: &str) {
     check_topic(pg, addr, "outbox-order").await
-}
-
-async fn check_topic(pg: &tokio_postgres::Client, addr: &str, topic: &str) {
-    let rows = pg.query("SELECT aggregate_id, id FROM baton_outbox ORDER BY id", &[]).await.unwrap();
-    let mut want: BTreeMap<String, Vec<i64>> = BTreeMap::new();
-    for r in rows {
-        want.entry(r.get(0)).or_default().push(r.get(1));
-    }
-    let mut got: BTreeMap<String, Vec<i64>> = BTreeMap::new();
-    for (p, key, id, v) in read_topic(addr, topic, PARTITIONS).await {
-        assert_eq!(p, murmur2_partition(key.as_bytes(), PARTITIONS), "{key} in partition {p}");
-        assert_eq!(v["id"], id, "the value is the row's JSON");
-        assert_eq!(v["aggregateId"], key.as_str());
-        got.entry(key).or_default().push(id);
-    }
-    let total: usize = got.values().map(Vec::len).sum();
-    let want_total: usize = want.values().map(Vec::len).sum();
-    for (agg, ids) in &want {
-        assert_eq!(got.get(agg), Some(ids), "aggregate {agg}: Kafka holds (left) vs the outbox (right)");
-    }
-    assert_eq!(total, want_total, "records past the outbox's (duplicates or strangers)");
 }
 
 fn kafka_relay(pg: &Pg, addr: &str, id: &str, extra: &[&str]) -> Relay {

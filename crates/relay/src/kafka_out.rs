@@ -12,12 +12,13 @@
 //! rows are marked (that is what makes the position enough to settle a takeover).
 
 use crate::deliver::{fail_row, mark_rows, queue_name, ready, Ready};
+use crate::kafka_wire::Wire;
 use crate::metrics::Metrics;
 use crate::pg_lease::PgLeases;
 use crate::schema::Names;
 use crate::{Error, RunArgs};
 use baton_client::kafka::{
-    murmur2_partition, record_batch_keyed, KafkaConn, KafkaError, OutRecord, ProducerSeq, TxnId, COORDINATOR_GROUP,
+    murmur2_partition, record_batch_keyed, KafkaError, OutRecord, ProducerSeq, TxnId, COORDINATOR_GROUP,
     COORDINATOR_TRANSACTION,
 };
 use bytes::Bytes;
@@ -28,7 +29,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Every Kafka request's bound.
-const KAFKA_TIMEOUT: Duration = Duration::from_secs(10);
 /// transaction.timeout.ms asked for: a relay stopped longer than this with an open
 /// transaction has it aborted by the coordinator (Kafka's default broker cap is 15 min).
 const TXN_TIMEOUT_MS: i32 = 60_000;
@@ -65,13 +65,11 @@ const POSITION_FETCH_BYTES: i32 = 1 << 20;
 
 // Kafka error codes this module decides on.
 const CORRUPT_MESSAGE: i16 = 2;
-const LEADER_NOT_AVAILABLE: i16 = 5;
 const MESSAGE_TOO_LARGE: i16 = 10;
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 const INVALID_TOPIC: i16 = 17;
 const RECORD_LIST_TOO_LARGE: i16 = 18;
-const TOPIC_ALREADY_EXISTS: i16 = 36;
 const POLICY_VIOLATION: i16 = 44;
 const INVALID_PRODUCER_EPOCH: i16 = 47;
 const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
@@ -220,71 +218,6 @@ impl Ev {
     }
 }
 
-/// The connections (one per broker address) and the topics known so far.
-struct Wire {
-    bootstrap: String,
-    /// SASL/PLAIN for every connection, when the listener demands it.
-    sasl: Option<baton_client::kafka::SaslPlain>,
-    conns: HashMap<String, KafkaConn>,
-    /// topic -> leader address per partition.
-    topics: HashMap<String, Vec<String>>,
-}
-
-impl Wire {
-    async fn conn(&mut self, addr: &str) -> Result<&mut KafkaConn, KafkaError> {
-        if self.conns.get(addr).is_some_and(KafkaConn::is_broken) {
-            self.conns.remove(addr);
-        }
-        if !self.conns.contains_key(addr) {
-            let c = KafkaConn::connect_with(addr, KAFKA_TIMEOUT, self.sasl.as_ref()).await?;
-            self.conns.insert(addr.to_string(), c);
-        }
-        self.conns.get_mut(addr).ok_or_else(|| KafkaError::Io(format!("no connection to {addr}")))
-    }
-
-    async fn coordinator(&mut self, key: &str, key_type: i8) -> Result<String, KafkaError> {
-        let b = self.bootstrap.clone();
-        let (_, host, port) = self.conn(&b).await?.find_coordinator(key, key_type).await?;
-        Ok(format!("{host}:{port}"))
-    }
-
-    /// The leaders of `topic`'s partitions, creating it with `partitions` if missing.
-    async fn topic(&mut self, topic: &str, partitions: i32) -> Result<Vec<String>, KafkaError> {
-        if let Some(t) = self.topics.get(topic) {
-            return Ok(t.clone());
-        }
-        let b = self.bootstrap.clone();
-        let c = self.conn(&b).await?;
-        // The positions are kept for ever: an unmarked last transaction is settled from its
-        // position record, which must not age out while its bucket sits idle.
-        let keep: &[(&str, &str)] = if topic.ends_with("-relay-positions") { &[("retention.ms", "-1")] } else { &[] };
-        match c.create_topic_with(topic, partitions, keep).await {
-            Ok(()) => {}
-            Err(e) if e.code() == Some(TOPIC_ALREADY_EXISTS) => {}
-            Err(e) => return Err(e),
-        }
-        let meta = c.metadata(topic).await?;
-        if meta.error != 0 {
-            return Err(KafkaError::Code { code: meta.error, message: Some(format!("metadata of {topic}")) });
-        }
-        let mut parts = meta.partitions.clone();
-        parts.sort_by_key(|p| p.index);
-        let mut leaders = Vec::with_capacity(parts.len());
-        for (i, p) in parts.iter().enumerate() {
-            let addr = meta.brokers.iter().find(|b| b.0 == p.leader).map(|b| format!("{}:{}", b.1, b.2));
-            match addr {
-                Some(a) if p.index == i as i32 && p.error == 0 => leaders.push(a),
-                _ => return Err(KafkaError::Code { code: LEADER_NOT_AVAILABLE, message: Some(topic.to_string()) }),
-            }
-        }
-        if leaders.is_empty() {
-            return Err(KafkaError::Code { code: LEADER_NOT_AVAILABLE, message: Some(topic.to_string()) });
-        }
-        self.topics.insert(topic.to_string(), leaders.clone());
-        Ok(leaders)
-    }
-}
-
 /// A bucket taken: its transactional producer and the next sequence per partition.
 struct Producer {
     txn: TxnId,
@@ -355,7 +288,8 @@ impl KafkaOut {
         let lanes = (0..args.kafka_lanes.max(1))
             .map(|_| Lane {
                 wire: Wire {
-                    bootstrap: bootstrap.clone(),
+                    bootstrap: bootstrap.split(',').map(|b| b.trim().to_string()).collect(),
+                    boot_at: 0,
                     sasl: args.kafka_sasl(),
                     conns: HashMap::new(),
                     topics: HashMap::new(),

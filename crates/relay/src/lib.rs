@@ -9,6 +9,7 @@
 
 mod deliver;
 mod kafka_out;
+mod kafka_wire;
 mod lease;
 mod metrics;
 mod pg;
@@ -76,9 +77,10 @@ pub struct RunArgs {
     /// 16): one is used at a time, the next after one that does not answer.
     #[arg(long, env = "BATON_RELAY_TO", default_value = "http://127.0.0.1:6632", value_parser = targets::checked)]
     pub to: String,
-    /// Publish into Kafka instead (host:port of Apache Kafka or Baton's Kafka door):
+    /// Publish into Kafka instead (host:port of Apache Kafka or Baton's Kafka door, or
+    /// several brokers comma-separated: the next is asked when one does not answer):
     /// one Kafka transaction per bucket and round, exactly once for read_committed consumers.
-    #[arg(long, env = "BATON_RELAY_TO_KAFKA", conflicts_with = "to")]
+    #[arg(long, env = "BATON_RELAY_TO_KAFKA", conflicts_with = "to", value_parser = kafka_brokers)]
     pub to_kafka: Option<String>,
     /// Kafka mode: partitions of the topics the relay creates (`<prefix>-<aggregate_type>`).
     #[arg(long, env = "BATON_RELAY_KAFKA_PARTITIONS", default_value_t = 8)]
@@ -137,6 +139,24 @@ pub struct RunArgs {
     /// the two (tests/relay_kafka.rs::kill9_mid_flight_exactly_once). 0: never.
     #[arg(long, env = "BATON_RELAY_TEST_COMMIT_HOLD_MS", default_value_t = 0, hide = true)]
     pub test_commit_hold_ms: u64,
+}
+
+/// `--to-kafka`: one to 16 `host:port`, comma-separated, none empty or twice.
+fn kafka_brokers(list: &str) -> Result<String, String> {
+    let b: Vec<&str> = list.split(',').map(str::trim).collect();
+    if b.len() > targets::MAX_TARGETS {
+        return Err(format!("{} brokers; at most {}", b.len(), targets::MAX_TARGETS));
+    }
+    for (i, a) in b.iter().enumerate() {
+        let port = a.rsplit_once(':').and_then(|(h, p)| (!h.is_empty()).then_some(p));
+        if port.and_then(|p| p.parse::<u16>().ok()).is_none() {
+            return Err(format!("{a:?} is not host:port"));
+        }
+        if b[..i].contains(a) {
+            return Err(format!("{a} named twice"));
+        }
+    }
+    Ok(list.to_string())
 }
 
 /// A value never shown by `Debug` (a password among the arguments).
@@ -284,15 +304,15 @@ async fn run_kafka(r: RunArgs, bootstrap: String) -> Result<(), Error> {
 /// a listener that is not up yet is only reported (the rounds retry it).
 async fn probe_kafka(bootstrap: &str, sasl: Option<&baton_client::kafka::SaslPlain>) -> Result<(), Error> {
     use baton_client::kafka::{KafkaConn, KafkaError};
-    match KafkaConn::connect_with(bootstrap, Duration::from_secs(10), sasl).await {
-        Ok(_) => Ok(()),
-        // SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE.
-        Err(e @ KafkaError::Code { code: 58 | 33 | 34, .. }) => Err(format!("kafka {bootstrap}: {e}").into()),
-        Err(e) => {
-            eprintln!("baton relay: kafka {bootstrap} not reachable yet ({e}); the rounds will retry");
-            Ok(())
+    for b in bootstrap.split(',').map(str::trim) {
+        match KafkaConn::connect_with(b, Duration::from_secs(10), sasl).await {
+            Ok(_) => return Ok(()),
+            // SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE.
+            Err(e @ KafkaError::Code { code: 58 | 33 | 34, .. }) => return Err(format!("kafka {b}: {e}").into()),
+            Err(e) => eprintln!("baton relay: kafka {b} not reachable yet ({e}); the rounds will retry"),
         }
     }
+    Ok(())
 }
 
 /// Where a relay's bucket leases live: Baton locks (HTTP mode, D51) or PostgreSQL rows

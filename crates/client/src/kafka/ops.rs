@@ -37,6 +37,8 @@ pub struct TopicMeta {
     pub error: i16,
     pub partitions: Vec<PartitionMeta>,
     pub brokers: Vec<(i32, String, i32)>,
+    /// The controller's node id (where CreateTopics goes), -1 when none is known.
+    pub controller: i32,
 }
 
 /// What a Fetch read from one partition: the records at or past the asked offset.
@@ -120,7 +122,16 @@ impl KafkaConn {
                 .map(|p| PartitionMeta { index: p.partition_index, leader: p.leader_id.0, error: p.error_code })
                 .collect(),
             brokers: r.brokers.iter().map(|b| (b.node_id.0, b.host.to_string(), b.port)).collect(),
+            controller: r.controller_id.0,
         })
+    }
+
+    /// The controller's node id (-1 when none) and the brokers, from a Metadata that names
+    /// no topic (so nothing is auto-created by asking).
+    pub async fn controller(&mut self) -> KResult<(i32, Vec<(i32, String, i32)>)> {
+        let req = MetadataRequest::default().with_topics(Some(Vec::new())).with_allow_auto_topic_creation(false);
+        let r: MetadataResponse = self.request(ApiKey::Metadata, &req).await?;
+        Ok((r.controller_id.0, r.brokers.iter().map(|b| (b.node_id.0, b.host.to_string(), b.port)).collect()))
     }
 
     /// CreateTopics for one topic of `partitions` partitions (replication 1).
