@@ -166,15 +166,7 @@ fn a_relay_restarted_with_its_id_takes_its_buckets_back_at_once() {
         assert!(a.metric("baton_relay_delivered_total").await > 0.0, "nothing delivered before the kill");
         a.kill9();
         let again = Relay::start(&pg, &baton, "ra", &lease);
-        let restarted = Instant::now();
-        while again.metric("baton_relay_buckets_owned").await < 64.0 {
-            assert!(
-                restarted.elapsed() < Duration::from_secs(10),
-                "the restarted relay waits for its own 30 s leases:\n{}",
-                again.log()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        again.takes_its_buckets_back(64, Duration::from_secs(30)).await;
         inserting.await.unwrap();
         let c = pg.client().await;
         wait_delivered(&c, 400, Duration::from_secs(20), &|| again.log()).await;

@@ -12,18 +12,25 @@ use common::cluster::{leader, wait_known, Cluster};
 use relay_util::*;
 use std::time::Duration;
 
-#[test]
-fn a_killed_baton_leader_loses_and_doubles_nothing() {
+/// A PostgreSQL with the outbox, a runtime, a three-member cluster, an HTTP client, and the
+/// leader's index once every member knows it.
+fn setup() -> (Pg, tokio::runtime::Runtime, Cluster, reqwest::Client, usize) {
     let pg = Pg::start();
     init(&pg);
     let rt = rt();
-    let mut cluster = Cluster::start(&[]);
+    let cluster = Cluster::start(&[]);
     let c = common::load::client();
     let l = rt.block_on(async {
         let l = leader(&c, &cluster, Duration::from_secs(20)).await;
         wait_known(&c, &cluster, l).await;
         l
     });
+    (pg, rt, cluster, c, l)
+}
+
+#[test]
+fn a_killed_baton_leader_loses_and_doubles_nothing() {
+    let (pg, rt, mut cluster, c, l) = setup();
     // Neither the leader nor the member that will serve the reads: it forwards throughout.
     let f = (l + 1) % 3;
     let relay = Relay::start_url(&pg, &cluster.members[f].url(""), "r1", &["--lease-secs", "4"]);
@@ -49,16 +56,7 @@ fn a_killed_baton_leader_loses_and_doubles_nothing() {
 /// order. With one URL the relay would wait for the dead member to come back.
 #[test]
 fn a_dead_member_in_the_to_list_is_passed_over() {
-    let pg = Pg::start();
-    init(&pg);
-    let rt = rt();
-    let mut cluster = Cluster::start(&[]);
-    let c = common::load::client();
-    let l = rt.block_on(async {
-        let l = leader(&c, &cluster, Duration::from_secs(20)).await;
-        wait_known(&c, &cluster, l).await;
-        l
-    });
+    let (pg, rt, mut cluster, c, l) = setup();
     let f = (l + 1) % 3;
     let to: Vec<String> = [f, (l + 2) % 3, l].iter().map(|&i| cluster.members[i].url("")).collect();
     let relay = Relay::start_url(&pg, &to.join(","), "r1", &["--lease-secs", "4"]);
@@ -90,16 +88,7 @@ fn a_dead_member_in_the_to_list_is_passed_over() {
 /// order for a read_committed consumer. With one broker it would wait for the dead one.
 #[test]
 fn kafka_mode_bootstraps_past_a_dead_broker() {
-    let pg = Pg::start();
-    init(&pg);
-    let rt = rt();
-    let mut cluster = Cluster::start(&[]);
-    let c = common::load::client();
-    let l = rt.block_on(async {
-        let l = leader(&c, &cluster, Duration::from_secs(20)).await;
-        wait_known(&c, &cluster, l).await;
-        l
-    });
+    let (pg, rt, mut cluster, _c, l) = setup();
     let f = (l + 1) % 3;
     let brokers: Vec<String> =
         [f, (l + 2) % 3, l].iter().map(|&i| format!("127.0.0.1:{}", cluster.members[i].kafka)).collect();
@@ -109,11 +98,7 @@ fn kafka_mode_bootstraps_past_a_dead_broker() {
         relay.wait_buckets(64).await;
         let inserting = insert_rounds(&pg, 30, Duration::from_millis(60));
         // The first rounds take the 64 buckets (an InitProducerId each) and make the topics.
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while relay.metric("baton_relay_delivered_total").await == 0.0 {
-            assert!(std::time::Instant::now() < deadline, "nothing delivered before the kill:\n{}", relay.log());
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        relay.wait_delivered_some(Duration::from_secs(30)).await;
         cluster.kill(f);
         relay.kill9();
         let again = Relay::start_kafka(&pg, &brokers, "r1", &["--lease-secs", "4"]);

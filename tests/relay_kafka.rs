@@ -71,11 +71,7 @@ fn kafka_kill9_between_commit_and_mark_exactly_once() {
     rt().block_on(async {
         a.wait_buckets(64).await;
         let inserting = insert_rounds(&pg, 15, Duration::from_millis(100));
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while a.metric("baton_relay_delivered_total").await < 1.0 {
-            assert!(Instant::now() < deadline, "ra delivered nothing:\n{}", a.log());
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        a.wait_delivered_some(Duration::from_secs(30)).await;
         tokio::time::sleep(Duration::from_millis(700)).await;
         a.kill9();
         let b = kafka_relay(&pg, &addr, "rb", &[]);
@@ -106,23 +102,11 @@ fn kafka_relay_restarted_with_its_id_takes_its_buckets_back_at_once() {
     rt().block_on(async {
         a.wait_buckets(64).await;
         let inserting = insert_rounds(&pg, 15, Duration::from_millis(100));
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while a.metric("baton_relay_delivered_total").await < 1.0 {
-            assert!(Instant::now() < deadline, "ra delivered nothing:\n{}", a.log());
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        a.wait_delivered_some(Duration::from_secs(30)).await;
         tokio::time::sleep(Duration::from_millis(700)).await;
         a.kill9();
         let again = kafka_relay(&pg, &addr, "ra", &["--lease-secs", "30"]);
-        let restarted = Instant::now();
-        while again.metric("baton_relay_buckets_owned").await < 64.0 {
-            assert!(
-                restarted.elapsed() < Duration::from_secs(10),
-                "the restarted relay waits for its own 30 s leases:\n{}",
-                again.log()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        again.takes_its_buckets_back(64, Duration::from_secs(30)).await;
         inserting.await.unwrap();
         let c = pg.client().await;
         wait_delivered(&c, 300, Duration::from_secs(60), &|| again.log()).await;

@@ -137,6 +137,29 @@ impl Relay {
         }
     }
 
+    /// A relay started again under its id holds all `n` buckets well within its `lease`
+    /// (a third of it): it took its own back instead of waiting them out (D64).
+    pub async fn takes_its_buckets_back(&self, n: u32, lease: Duration) {
+        let restarted = Instant::now();
+        while self.metric("baton_relay_buckets_owned").await < n as f64 {
+            assert!(
+                restarted.elapsed() < lease / 3,
+                "the restarted relay waits for its own {lease:?} leases:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Wait until this relay delivered something (at most `within`).
+    pub async fn wait_delivered_some(&self, within: Duration) {
+        let deadline = Instant::now() + within;
+        while self.metric("baton_relay_delivered_total").await < 1.0 {
+            assert!(Instant::now() < deadline, "nothing delivered:\n{}", self.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
