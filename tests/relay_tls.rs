@@ -64,6 +64,12 @@ fn certificates(dir: &Path) -> String {
         "-out",
         "server.pem",
     ]);
+    // The key belongs to PostgreSQL's user, which its install makes (a no-op when there).
+    let o = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/peers/postgres.sh"))
+        .arg("install")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "postgres.sh install: {}", String::from_utf8_lossy(&o.stderr));
     let o = Command::new("chown").args(["postgres:", "server.key", "server.pem"]).current_dir(dir).output().unwrap();
     assert!(o.status.success(), "chown: {}", String::from_utf8_lossy(&o.stderr));
     std::fs::set_permissions(dir.join("server.key"), std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();

@@ -119,10 +119,17 @@ impl ClusterNemesis {
     /// can be elected: the entry member never stands, and a voter with a shorter log than
     /// its own never gets its vote.
     fn kill_leader(&self, m: &mut Members, l: usize) {
-        m.cut(l, ENTRY);
-        std::thread::sleep(Duration::from_millis(50));
+        self.leave_entry_behind(m, l);
         m.brokers[l].kill9();
         m.heal();
+    }
+
+    /// Cut the link from `l` to the entry member a moment before a fault hits `l`: what
+    /// `l` commits meanwhile reaches the other member only, which then holds at least what
+    /// the entry member does and gets its vote. The caller heals (or isolates) after.
+    fn leave_entry_behind(&self, m: &Members, l: usize) {
+        m.cut(l, ENTRY);
+        std::thread::sleep(Duration::from_millis(50));
     }
 
     fn kill(&self, m: &mut Members, l: usize) -> Result<Map<String, Value>, String> {
@@ -139,7 +146,13 @@ impl ClusterNemesis {
 
     fn pause(&self, m: &mut Members, l: usize) -> Result<Map<String, Value>, String> {
         let t = Instant::now();
+        // As for a kill: the other member first catches up with the entry member, so that
+        // it can be elected while `l` is stopped (else, under load, the entry member may
+        // hold entries the other lacks and the window ends with `l` leading still: a fault
+        // that tested nothing; a CI run saw both stops and partitions miss that way).
+        self.leave_entry_behind(m, l);
         m.brokers[l].pause()?;
+        m.heal();
         std::thread::sleep(self.hold);
         m.brokers[l].resume()?;
         self.settled(m, t)
@@ -147,6 +160,7 @@ impl ClusterNemesis {
 
     fn partition(&self, m: &Members, l: usize) -> Result<Map<String, Value>, String> {
         let t = Instant::now();
+        self.leave_entry_behind(m, l);
         m.isolate(l);
         std::thread::sleep(self.hold);
         m.heal();
