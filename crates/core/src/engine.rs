@@ -241,6 +241,7 @@ pub(crate) enum Cmd {
     },
     DeleteGroup(String, oneshot::Sender<Result<(), CoreError>>),
     DeleteMessage(PartId, String, u64, oneshot::Sender<Result<u64, CoreError>>),
+    RetryMessage(PartId, String, u64, oneshot::Sender<Result<Vec<String>, CoreError>>),
     DeleteGroupOnQueue(String, String, oneshot::Sender<Result<u32, CoreError>>),
     DeleteQueue(String, oneshot::Sender<Result<(), CoreError>>),
     Txn(crate::txn::TxnRequest, oneshot::Sender<Result<crate::txn::TxnOutcome, CoreError>>),
@@ -506,6 +507,12 @@ impl Engine {
     /// it afterwards) at the offset a [`Query::MessageScan`] found; its offset.
     pub async fn delete_message(&self, part: PartId, txid: String, offset: u64) -> Result<u64, CoreError> {
         self.call(|r| Cmd::DeleteMessage(part, txid, offset, r)).await?
+    }
+
+    /// Give a dead-lettered message (at the offset a [`Query::MessageScan`] found) back to
+    /// every group that dead-lettered it; their names.
+    pub async fn retry_message(&self, part: PartId, txid: String, offset: u64) -> Result<Vec<String>, CoreError> {
+        self.call(|r| Cmd::RetryMessage(part, txid, offset, r)).await?
     }
 
     /// Forget `group`'s place on `queue` only; the partitions it had a cursor on.

@@ -211,6 +211,14 @@ pub enum Effect {
         part: PartId,
         offset: u64,
     },
+    /// A dead-lettered message is given back to the group (Queen's `retry_message`, issue
+    /// 16, D66): its cursor goes back to it, what it passes over counts as settled, the
+    /// message's charged failures are forgotten and its dead letter leaves the DLQ.
+    Redo {
+        part: PartId,
+        group: GroupId,
+        offset: u64,
+    },
 }
 
 impl Entry {

@@ -32,6 +32,7 @@ mod pop_any;
 pub mod provision;
 pub mod query;
 pub mod ready;
+mod redo;
 mod remove;
 mod runner;
 pub mod state;

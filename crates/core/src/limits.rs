@@ -39,6 +39,10 @@ pub struct Limits {
     /// reports them; each costs state): a transaction adding a partition at the bound is
     /// refused `too_many_aborted_transactions`.
     pub max_aborted_txns: usize,
+    /// How far behind a group's cursor a retried dead letter may lie (messages): a retry
+    /// marks every offset between as settled in the cursor, so this bounds what one retry
+    /// adds to it. Past it: `retry_too_far_behind` (409), nothing changed.
+    pub max_retry_distance: u64,
 }
 
 pub const DEFAULT_MAX_QUEUES: usize = 100_000;
@@ -57,6 +61,7 @@ impl Default for Limits {
             max_timer_bytes: 1 << 30,
             max_kafka_txn_ids: 100_000,
             max_aborted_txns: 100_000,
+            max_retry_distance: 100_000,
         }
     }
 }
@@ -82,6 +87,7 @@ impl Limits {
             || self.max_timer_bytes == 0
             || self.max_kafka_txn_ids == 0
             || self.max_aborted_txns == 0
+            || self.max_retry_distance == 0
         {
             return Err("engine limits must be positive".into());
         }

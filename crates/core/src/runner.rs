@@ -385,6 +385,10 @@ impl PlannerLoop {
                 let res = self.p.step(|p| p.delete_message(part, &txid, offset));
                 self.settle(deferred(reply, res));
             }
+            Cmd::RetryMessage(part, txid, offset, reply) => {
+                let res = self.p.step(|p| p.retry_message(part, &txid, offset));
+                self.settle(deferred(reply, res));
+            }
             Cmd::DeleteGroupOnQueue(g, q, reply) => {
                 let res = reserved(&g).and_then(|_| self.p.step(|p| p.delete_group_on_queue(&g, &q)));
                 self.settle(deferred(reply, res));
@@ -755,6 +759,7 @@ fn fail_cmd(cmd: Cmd, e: CoreError) {
         Cmd::DeleteGroup(_, r) => drop(r.send(Err(e))),
         Cmd::DeleteGroupOnQueue(_, _, r) => drop(r.send(Err(e))),
         Cmd::DeleteMessage(_, _, _, r) => drop(r.send(Err(e))),
+        Cmd::RetryMessage(_, _, _, r) => drop(r.send(Err(e))),
         Cmd::DeleteQueue(_, r) => drop(r.send(Err(e))),
         Cmd::Txn(_, r) => drop(r.send(Err(e))),
         Cmd::Produce(_, r) => drop(r.send(Err(e))),

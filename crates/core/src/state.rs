@@ -263,6 +263,7 @@ impl State {
             | Effect::DropCursor { part, group }
             | Effect::Ack { part, group, .. }
             | Effect::Seek { part, group, .. }
+            | Effect::Redo { part, group, .. }
             | Effect::Commit { part, group, .. } => {
                 if let Some(q) = queue_of(part) {
                     self.ready.released(q, *group, *part);
@@ -626,6 +627,7 @@ impl State {
             | Effect::KafkaTxnForget { .. }
             | Effect::SettleHidden { .. }
             | Effect::HideRecord { .. } => crate::ktxn::apply(self, ts, e)?,
+            Effect::Redo { part, group, offset } => crate::redo::apply(self, *part, *group, *offset),
             Effect::DeleteQueue { queue } => {
                 self.topic_configs.remove(queue);
                 if let Some(q) = self.queues.remove(queue) {

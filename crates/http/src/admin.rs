@@ -459,6 +459,21 @@ pub async fn delete_message(
         .into_response())
 }
 
+/// Queen's `admin.retry_message`: every group that dead-lettered the message gets it again
+/// (D66). The client posts no body.
+pub async fn retry_message(
+    State(app): State<App>,
+    Path((pid, txid)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let part = parse_partition_uuid(&pid)
+        .ok_or_else(|| ApiError::bad("invalid_partition_id", format!("{pid:?} is not a Baton partition id")))?;
+    let offset = locate(&app, part, &txid).await?;
+    let groups = app.engine.retry_message(part, txid.clone(), offset).await?;
+    Ok(Json(json!({"success": true, "retried": true, "partitionId": pid, "transactionId": txid, "offset": offset,
+        "consumerGroups": groups}))
+    .into_response())
+}
+
 pub async fn message(State(app): State<App>, Path((pid, txid)): Path<(String, String)>) -> Result<Response, ApiError> {
     let part = parse_partition_uuid(&pid)
         .ok_or_else(|| ApiError::bad("invalid_partition_id", format!("{pid:?} is not a Baton partition id")))?;

@@ -186,6 +186,11 @@ pub struct ServeArgs {
     /// AddPartitionsToTxn of a partition at the bound gets POLICY_VIOLATION.
     #[arg(long, env = "BATON_KAFKA_MAX_ABORTED_TRANSACTIONS", default_value_t = 100_000)]
     pub kafka_max_aborted_transactions: usize,
+    /// How far behind its consumer group's cursor (in messages) a dead letter may be and
+    /// still be retried (`POST /api/v1/messages/{p}/{tx}/retry`); past it 409
+    /// `retry_too_far_behind`.
+    #[arg(long, env = "BATON_MAX_RETRY_DISTANCE", default_value_t = 100_000)]
+    pub max_retry_distance: u64,
     /// Kafka's connections.max.idle.ms: a Kafka connection with nothing read and no answer
     /// pending for this long is closed.
     #[arg(long, env = "BATON_KAFKA_CONNECTIONS_MAX_IDLE_MS",
@@ -355,6 +360,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         max_timer_bytes: a.max_timers_mb.saturating_mul(1 << 20),
         max_kafka_txn_ids: a.kafka_max_transactional_ids,
         max_aborted_txns: a.kafka_max_aborted_transactions,
+        max_retry_distance: a.max_retry_distance,
     };
     cfg.limits.validate().map_err(|e| {
         format!(
