@@ -11,6 +11,8 @@ import asyncio
 import time
 import uuid
 
+import pytest
+
 from conftest import open_queen
 
 TIMEOUT_S = 60
@@ -84,5 +86,62 @@ def test_pop_and_consume_by_namespace_and_task(baton_url: str) -> None:
             await queen.queue("ns-b").delete()
             names = await queen.admin.get_namespaces()
             assert {n["namespace"]: n["queues"] for n in names["namespaces"]}[ns] == ["ns-a"], names
+
+    run(scenario())
+
+
+def test_a_namespace_pop_takes_several_partitions_and_conflates(baton_url: str) -> None:
+    """`partitions(N)` and `conflation()` on a pop by namespace (issue 16): N partitions of
+    the queue that answers, one lease each; a conflating group gets each partition's newest
+    message only, the rest retired, the echo on empty pops too; the policy it registered
+    holds for that group on a later pop that does not declare it, and no other group is
+    touched. A namespace pop declaring conflation without a group is refused."""
+    ns = f"nsw-{uuid.uuid4().hex[:6]}"
+    wide_q, cmd_q = f"{ns}-wide", f"{ns}-cmd"
+
+    async def scenario() -> None:
+        async with open_queen(baton_url) as queen:
+            await queen.queue(wide_q).namespace(ns).create()
+            for p in range(4):
+                await queen.queue(wide_q).partition(f"p{p}").push([{"data": {"p": p, "i": i}} for i in range(2)])
+            got = await queen.queue().namespace(ns).batch(10).partitions(3).wait(False).pop()
+            assert len({m["partition"] for m in got}) == 3 and len(got) == 6, [(m["partition"], m["data"]) for m in got]
+            assert len({m["leaseId"] for m in got}) == 3, "one lease per partition"
+            await queen.ack(got, True)
+            rest = await queen.queue().namespace(ns).batch(10).partitions(3).wait(False).pop()
+            assert len(rest) == 2, rest
+            await queen.ack(rest, True)
+            await queen.queue(wide_q).delete()
+
+            await queen.queue(cmd_q).namespace(ns).create()
+            for p in range(2):
+                await queen.queue(cmd_q).partition(f"e{p}").push([{"data": {"e": p, "v": v}} for v in range(4)])
+            newest = []
+            for _ in range(4):
+                got = await queen.queue().namespace(ns).group("cg").conflation().batch(10).wait(False).pop()
+                if not got:
+                    break
+                newest += [(m["data"]["e"], m["data"]["v"]) for m in got]
+                await queen.ack(got, True, {"group": "cg"})
+            assert sorted(newest) == [(0, 3), (1, 3)], newest
+            # Declared once, the policy holds for the group without the flag.
+            await queen.queue(cmd_q).partition("e0").push([{"data": {"e": 0, "v": v}} for v in range(4, 7)])
+            got = await queen.queue().namespace(ns).group("cg").batch(10).wait(False).pop()
+            assert [(m["data"]["e"], m["data"]["v"]) for m in got] == [(0, 6)], got
+            await queen.ack(got, True, {"group": "cg"})
+            empty = await queen.queue().namespace(ns).group("cg").conflation().batch(10).wait(False).pop()
+            assert empty == [], empty
+            # Another group reads every message.
+            other = []
+            for _ in range(10):
+                got = await queen.queue().namespace(ns).group("all").batch(20).wait(False).pop()
+                if not got:
+                    break
+                other += got
+                await queen.ack(got, True, {"group": "all"})
+            assert len(other) == 11, [(m["data"]) for m in other]
+            with pytest.raises(Exception) as refused:
+                await queen.queue().namespace(ns).conflation().batch(1).wait(False).pop()
+            assert "consumerGroup" in str(refused.value) or "conflation" in str(refused.value), repr(refused.value)
 
     run(scenario())

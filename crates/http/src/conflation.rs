@@ -50,26 +50,52 @@ impl Policies {
 
 /// Whether `group`'s pops of `queue` conflate; a pop that declares conflation registers it.
 pub async fn policy(app: &App, queue: &str, group: &str, declared: bool) -> Result<bool, ApiError> {
-    let cached = app.conflation.0.lock().get(&(group.to_string(), queue.to_string())).copied();
-    match cached {
-        Some(true) => return Ok(true),
-        Some(false) if !declared => return Ok(false),
-        _ => {}
+    Ok(policies(app, &[queue.to_string()], group, declared).await?[0])
+}
+
+/// Queues of a namespace or task looked up or registered in one KV call.
+const POLICY_CHUNK: usize = 512;
+
+/// [`policy`] for each of `queues` (a namespace or task pop, D61 addendum): the cached ones
+/// from the cache, the rest in KV calls of up to [`POLICY_CHUNK`] operations each. A pop
+/// that declares conflation registers it on every one of them.
+pub async fn policies(app: &App, queues: &[String], group: &str, declared: bool) -> Result<Vec<bool>, ApiError> {
+    let mut out: Vec<Option<bool>> = {
+        let m = app.conflation.0.lock();
+        queues
+            .iter()
+            .map(|q| match m.get(&(group.to_string(), q.clone())).copied() {
+                Some(true) => Some(true),
+                Some(false) if !declared => Some(false),
+                _ => None,
+            })
+            .collect()
+    };
+    let unknown: Vec<usize> = (0..queues.len()).filter(|i| out[*i].is_none()).collect();
+    for chunk in unknown.chunks(POLICY_CHUNK) {
+        let ops = chunk
+            .iter()
+            .map(|i| {
+                let (ns, key) = (NS.to_string(), key(group, &queues[*i]));
+                if declared {
+                    KvOp::PutIfAbsent { ns, key, value: "true".into(), ttl_secs: None, required: false }
+                } else {
+                    KvOp::Get { ns, key }
+                }
+            })
+            .collect();
+        let results = app.engine.kv(ops).await?.ok().unwrap_or_default();
+        for (n, i) in chunk.iter().enumerate() {
+            let on = match results.get(n) {
+                Some(KvResult::Found(row)) => row.is_some(),
+                Some(KvResult::Write { .. }) => true,
+                _ => false,
+            };
+            app.conflation.remember(group, &queues[*i], on);
+            out[*i] = Some(on);
+        }
     }
-    let ns = NS.to_string();
-    let op = if declared {
-        KvOp::PutIfAbsent { ns, key: key(group, queue), value: "true".into(), ttl_secs: None, required: false }
-    } else {
-        KvOp::Get { ns, key: key(group, queue) }
-    };
-    let on = match app.engine.kv(vec![op]).await?.ok().and_then(|mut r| r.pop()) {
-        Some(KvResult::Found(row)) => row.is_some(),
-        // Applied now, or already there: a row is only ever "true".
-        Some(KvResult::Write { .. }) => true,
-        _ => false,
-    };
-    app.conflation.remember(group, queue, on);
-    Ok(on)
+    Ok(out.into_iter().map(|o| o.unwrap_or(false)).collect())
 }
 
 /// Deletes the policy rows of a deleted group: its one queue's, or (a page a step) all.
@@ -93,12 +119,17 @@ pub async fn forget(app: &App, group: &str, queue: Option<&str>) -> Result<(), A
 
 /// One conflating pop: the planner leases a partition's backlog, retires every message but
 /// the newest in the same entry and answers the newest alone (`PopRequest::conflate`), so a
-/// crash cannot leave the backlog leased but not retired. `None`: nothing.
-pub async fn pop(app: &App, req: &PopRequest) -> Result<Option<Vec<u8>>, ApiError> {
+/// crash cannot leave the backlog leased but not retired. Of `req.queue`, or of the first
+/// of `queues` with something (a namespace or task pop, one planner step). `None`: nothing.
+pub async fn pop(app: &App, req: &PopRequest, queues: &[String]) -> Result<Option<Vec<u8>>, ApiError> {
     let mut wide = req.clone();
     wide.batch = CONFLATION_BATCH;
     wide.conflate = true;
-    let Some(r) = app.engine.pop(wide).await.or_else(not_found_is_none)? else { return Ok(None) };
+    let popped = match queues {
+        [] => app.engine.pop(wide).await,
+        _ => app.engine.pop_any(wide, queues.to_vec()).await,
+    };
+    let Some(r) = popped.or_else(not_found_is_none)? else { return Ok(None) };
     let (body, ..) = render_pop(r)?;
     let mut v: serde_json::Value = serde_json::from_slice(&body)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "render_failed", e.to_string()))?;

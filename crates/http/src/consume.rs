@@ -65,42 +65,23 @@ async fn pop(
 ) -> Result<Response, ApiError> {
     let Query(q) = q.map_err(|e| ApiError::bad("invalid_query", e.body_text()))?;
     let (req, wait, deadline) = pop_request(&app, queue, partition, &q)?;
-    let wide = match q.partitions {
-        None => 1,
-        Some(n @ 1..=MAX_POP_PARTITIONS) => n,
-        Some(n) => {
-            return Err(ApiError::bad(
-                "invalid_partitions",
-                format!("partitions is 1 to {MAX_POP_PARTITIONS}, not {n}"),
-            ))
-        }
+    let wide = q.width()?;
+    q.check_conflation(&req)?;
+    let conflating = match &req.group {
+        Some(g) => crate::conflation::policy(&app, &req.queue, g, q.declares_conflation()).await?,
+        None => false,
     };
-    let conflating = match (&req.group, q.conflation) {
-        (None, Some(true)) => {
-            return Err(ApiError::bad(
-                "conflation_needs_group",
-                "conflation is a consumer group's policy: name consumerGroup",
-            ))
-        }
-        (Some(g), declared) => crate::conflation::policy(&app, &req.queue, g, declared == Some(true)).await?,
-        (None, _) => false,
-    };
-    if conflating && req.auto_ack {
-        return Err(ApiError::bad(
-            "conflation_auto_ack",
-            "a conflating group cannot settle messages at delivery (autoAck)",
-        ));
-    }
+    refuse_conflating_auto_ack(conflating, &req)?;
     let notify = app.engine.pop_notifier(&req.queue, req.group.as_deref().unwrap_or(QUEUE_MODE));
     loop {
         let woken = notify.notified();
         tokio::pin!(woken);
         woken.as_mut().enable();
         if conflating {
-            if let Some(body) = crate::conflation::pop(&app, &req).await? {
+            if let Some(body) = crate::conflation::pop(&app, &req, &[]).await? {
                 return Ok(json_body(body));
             }
-        } else if let Some(answer) = attempt_wide(&app, &req, wide).await? {
+        } else if let Some(answer) = attempt_wide(&app, &req, &[], wide).await? {
             return Ok(answer);
         }
         if !wait || tokio::time::Instant::now() >= deadline {
@@ -117,6 +98,45 @@ async fn pop(
             _ = app.shutdown.triggered() => return Ok(StatusCode::NO_CONTENT.into_response()),
         }
     }
+}
+
+impl PopParams {
+    /// How many partitions one answer may claim (`partitions=`, D60).
+    pub(crate) fn width(&self) -> Result<u32, ApiError> {
+        match self.partitions {
+            None => Ok(1),
+            Some(n @ 1..=MAX_POP_PARTITIONS) => Ok(n),
+            Some(n) => {
+                Err(ApiError::bad("invalid_partitions", format!("partitions is 1 to {MAX_POP_PARTITIONS}, not {n}")))
+            }
+        }
+    }
+
+    pub(crate) fn declares_conflation(&self) -> bool {
+        self.conflation == Some(true)
+    }
+
+    /// A pop that declares conflation names a group and does not settle at delivery.
+    pub(crate) fn check_conflation(&self, req: &PopRequest) -> Result<(), ApiError> {
+        if self.declares_conflation() && req.group.is_none() {
+            return Err(ApiError::bad(
+                "conflation_needs_group",
+                "conflation is a consumer group's policy: name consumerGroup",
+            ));
+        }
+        refuse_conflating_auto_ack(self.declares_conflation(), req)
+    }
+}
+
+/// A conflating group (declared now or registered before) cannot pop with autoAck.
+pub(crate) fn refuse_conflating_auto_ack(conflating: bool, req: &PopRequest) -> Result<(), ApiError> {
+    if conflating && req.auto_ack {
+        return Err(ApiError::bad(
+            "conflation_auto_ack",
+            "a conflating group cannot settle messages at delivery (autoAck)",
+        ));
+    }
+    Ok(())
 }
 
 /// The pop a query asks for, whether it waits, and until when.
@@ -159,20 +179,21 @@ fn json_body(body: Vec<u8>) -> Response {
     ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// One pop without waiting: the answer when it found messages, `None` when there were none
-/// (a queue that does not exist yet has none: a consumer may start before it). On the first
-/// of `queues` that has something (one planner step), or on `req.queue` when `queues` is
-/// empty.
-pub(crate) async fn attempt_any(app: &App, req: &PopRequest, queues: &[String]) -> Result<Option<Response>, ApiError> {
-    Ok(attempt_body(app, req, queues).await?.map(json_body))
-}
-
 /// Queen's `partitions=N` (D60): up to `n` partitions for one answer, sharing the batch
 /// budget. Baton's leases are per partition, so each partition's messages carry their own
 /// `leaseId` (Queen's client acks and renews by the messages' lease ids); the answer's
-/// top-level lease is the first partition's, and `partitionsClaimed` says how many.
-async fn attempt_wide(app: &App, req: &PopRequest, n: u32) -> Result<Option<Response>, ApiError> {
-    let Some(first) = attempt_body(app, req, &[]).await? else { return Ok(None) };
+/// top-level lease is the first partition's, and `partitionsClaimed` says how many. The
+/// first partition comes from the first of `queues` that has something (one planner step,
+/// a namespace or task pop), or from `req.queue` when `queues` is empty; the others from
+/// the same queue. `None`: nothing (a queue that does not exist yet has nothing: a
+/// consumer may start before it).
+pub(crate) async fn attempt_wide(
+    app: &App,
+    req: &PopRequest,
+    queues: &[String],
+    n: u32,
+) -> Result<Option<Response>, ApiError> {
+    let Some((first, queue)) = attempt_body(app, req, queues).await? else { return Ok(None) };
     if n <= 1 || req.partition.is_some() {
         return Ok(Some(json_body(first)));
     }
@@ -180,10 +201,11 @@ async fn attempt_wide(app: &App, req: &PopRequest, n: u32) -> Result<Option<Resp
     let mut answer: serde_json::Value = serde_json::from_slice(&first).map_err(bad)?;
     let mut claimed = 1u32;
     let mut taken = answer["messages"].as_array().map_or(0, Vec::len) as u32;
+    let mut more = req.clone();
+    more.queue = queue;
     while claimed < n && taken < req.batch {
-        let mut more = req.clone();
         more.batch = req.batch - taken;
-        let Some(next) = attempt_body(app, &more, &[]).await? else { break };
+        let Some((next, _)) = attempt_body(app, &more, &[]).await? else { break };
         let next: serde_json::Value = serde_json::from_slice(&next).map_err(bad)?;
         let msgs = next["messages"].as_array().cloned().unwrap_or_default();
         taken += msgs.len() as u32;
@@ -196,8 +218,8 @@ async fn attempt_wide(app: &App, req: &PopRequest, n: u32) -> Result<Option<Resp
     Ok(Some(Json(answer).into_response()))
 }
 
-/// [`attempt_any`]'s answer as the JSON body bytes.
-async fn attempt_body(app: &App, req: &PopRequest, queues: &[String]) -> Result<Option<Vec<u8>>, ApiError> {
+/// One pop without waiting, as the JSON body bytes and the queue it came from.
+async fn attempt_body(app: &App, req: &PopRequest, queues: &[String]) -> Result<Option<(Vec<u8>, String)>, ApiError> {
     // Pops that leased only records compaction had dropped, settled and tried again (D50).
     let mut compacted_away = 0;
     loop {
@@ -208,7 +230,7 @@ async fn attempt_body(app: &App, req: &PopRequest, queues: &[String]) -> Result<
         match popped {
             Ok(Some(r)) => {
                 let lease = r.lease.map(|l| (l, r.part, r.group.clone(), r.messages.first().map(|m| m.0)));
-                let group = r.group.clone();
+                let (group, queue) = (r.group.clone(), r.queue.clone());
                 match (render_pop(r), lease) {
                     (Err(e), Some(lease)) => {
                         release(app, lease, &e).await;
@@ -220,9 +242,9 @@ async fn attempt_body(app: &App, req: &PopRequest, queues: &[String]) -> Result<
                         if shown == 0 && compacted_away < MAX_COMPACTED_POPS {
                             continue;
                         }
-                        return Ok(Some(answer));
+                        return Ok(Some((answer, queue)));
                     }
-                    (answer, _) => return answer.map(|(a, ..)| Some(a)),
+                    (answer, _) => return answer.map(|(a, ..)| Some((a, queue))),
                 }
             }
             Ok(None) => return Ok(None),

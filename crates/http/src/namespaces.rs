@@ -10,7 +10,7 @@
 //! more than once per [`TAG_CACHE_MS`], never take more than one planner step per
 //! [`MAX_POP_ANY`] queues for one look, and never hold more than [`MAX_WATCHED`] notifiers.
 
-use crate::consume::{attempt_any, pop_request, PopParams};
+use crate::consume::{attempt_wide, pop_request, refuse_conflating_auto_ack, PopParams};
 use crate::error::ApiError;
 use crate::App;
 use axum::extract::{Query, State};
@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use baton_core::engine::MAX_POP_ANY;
 use baton_core::kv::{KvOp, KvResult};
-use baton_core::QUEUE_MODE;
+use baton_core::{PopRequest, QUEUE_MODE};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -225,8 +225,16 @@ pub async fn pop(
         .map(|(name, _)| name.clone())
         .collect();
     let (req, wait, deadline) = pop_request(&app, String::new(), None, &p)?;
+    let wide = p.width()?;
+    p.check_conflation(&req)?;
+    let declared = p.declares_conflation();
+    let empty = || match declared {
+        // Queen's client needs the policy's echo on an empty pop too.
+        true => Json(json!({"success": true, "messages": [], "conflation": true})).into_response(),
+        false => StatusCode::NO_CONTENT.into_response(),
+    };
     if queues.is_empty() && !wait {
-        return Ok(StatusCode::NO_CONTENT.into_response());
+        return Ok(empty());
     }
     let group = req.group.clone().unwrap_or_else(|| QUEUE_MODE.to_string());
     let notifiers: Vec<_> = if queues.len() <= MAX_WATCHED {
@@ -242,14 +250,12 @@ pub async fn pop(
         if !queues.is_empty() {
             let start = ROTATE.fetch_add(1, Relaxed) % queues.len();
             let rotated: Vec<String> = queues[start..].iter().chain(&queues[..start]).cloned().collect();
-            for chunk in rotated.chunks(MAX_POP_ANY) {
-                if let Some(answer) = attempt_any(&app, &req, chunk).await? {
-                    return Ok(answer);
-                }
+            if let Some(answer) = look(&app, &req, rotated, wide, declared).await? {
+                return Ok(answer);
             }
         }
         if !wait || tokio::time::Instant::now() >= deadline {
-            return Ok(StatusCode::NO_CONTENT.into_response());
+            return Ok(empty());
         }
         let watched = !notifiers.is_empty() || queues.is_empty();
         let any = async {
@@ -264,7 +270,44 @@ pub async fn pop(
         tokio::select! {
             _ = any => {}
             _ = tokio::time::sleep_until(deadline) => {}
-            _ = app.shutdown.triggered() => return Ok(StatusCode::NO_CONTENT.into_response()),
+            _ = app.shutdown.triggered() => return Ok(empty()),
         }
     }
+}
+
+/// One look over the tagged queues, in the rotated order: the group's conflating queues
+/// (a policy registered per (group, queue), D61; a pop that declares conflation registers
+/// it on each) answer its newest message of a partition, the others a pop of up to `wide`
+/// partitions of the first queue with messages. [`MAX_POP_ANY`] queues a planner step.
+async fn look(
+    app: &App,
+    req: &PopRequest,
+    queues: Vec<String>,
+    wide: u32,
+    declared: bool,
+) -> Result<Option<Response>, ApiError> {
+    let on = match &req.group {
+        Some(g) => crate::conflation::policies(app, &queues, g, declared).await?,
+        None => vec![false; queues.len()],
+    };
+    let (mut conflating, mut plain) = (Vec::new(), Vec::new());
+    for (q, on) in queues.into_iter().zip(on) {
+        if on {
+            conflating.push(q)
+        } else {
+            plain.push(q)
+        }
+    }
+    refuse_conflating_auto_ack(!conflating.is_empty(), req)?;
+    for chunk in conflating.chunks(MAX_POP_ANY) {
+        if let Some(body) = crate::conflation::pop(app, req, chunk).await? {
+            return Ok(Some(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()));
+        }
+    }
+    for chunk in plain.chunks(MAX_POP_ANY) {
+        if let Some(answer) = attempt_wide(app, req, chunk, wide).await? {
+            return Ok(Some(answer));
+        }
+    }
+    Ok(None)
 }
