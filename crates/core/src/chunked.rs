@@ -75,6 +75,23 @@ impl<T: Clone> Chunked<T> {
         self.len += 1;
     }
 
+    /// [`Self::push_back`] of each, one copy-on-write check per chunk instead of per element.
+    pub fn extend(&mut self, xs: impl IntoIterator<Item = T>) {
+        let mut it = xs.into_iter().peekable();
+        while it.peek().is_some() {
+            if self.chunks.back().is_none_or(|c| c.len() == CHUNK) {
+                let cap = if self.chunks.is_empty() { 4 } else { CHUNK };
+                self.chunks.push_back(Arc::new(Vec::with_capacity(cap)));
+            }
+            let tail = Arc::make_mut(self.chunks.back_mut().expect("a tail chunk was just ensured"));
+            while tail.len() < CHUNK {
+                let Some(x) = it.next() else { break };
+                tail.push(x);
+                self.len += 1;
+            }
+        }
+    }
+
     pub fn pop_front(&mut self) -> Option<T> {
         let x = self.front()?.clone();
         self.head += 1;
@@ -186,6 +203,11 @@ mod tests {
             x ^= x << 17;
             if x.is_multiple_of(3) {
                 assert_eq!(c.pop_front(), d.pop_front());
+            } else if x.is_multiple_of(5) {
+                // A run across chunk boundaries (up to 1.5 chunks), as the dedup window adds.
+                let run = (x % (CHUNK as u64 * 3 / 2)) as usize;
+                c.extend((0..run).map(|k| step * 10_000 + k as u64));
+                d.extend((0..run).map(|k| step * 10_000 + k as u64));
             } else {
                 c.push_back(step);
                 d.push_back(step);

@@ -85,7 +85,9 @@ pub enum PushStatus {
 pub struct PushResult {
     pub index: usize,
     pub txid: String,
-    pub queue: String,
+    /// Shared by every result of the group: a copy per message was an allocation made on
+    /// the planner and freed on another thread.
+    pub queue: std::sync::Arc<str>,
     pub status: PushStatus,
 }
 

@@ -111,7 +111,7 @@ pub struct Partition {
     meta: Arc<PartMeta>,
     /// Index of `dedup_order` (hash -> expiry of its latest push).
     #[serde(skip)]
-    pub dedup: HashMap<TxKey, Micros>,
+    pub dedup: crate::model::TxKeyMap<Micros>,
     /// The dedup window, oldest first. Neither is in checkpoints or their copies: recovery
     /// rebuilds both from the flagged keys in the `.txid` files (D29), so a checkpoint's
     /// size does not grow with the messages pushed within the window.
@@ -151,7 +151,7 @@ impl Clone for Partition {
     fn clone(&self) -> Self {
         Partition {
             meta: self.meta.clone(),
-            dedup: HashMap::new(),
+            dedup: Default::default(),
             dedup_order: Chunked::new(),
             files: None,
             durable: self.durable.clone(),
@@ -164,7 +164,7 @@ impl Partition {
     pub fn new(meta: PartMeta, files: Option<PartitionFiles>) -> Partition {
         Partition {
             meta: Arc::new(meta),
-            dedup: HashMap::new(),
+            dedup: Default::default(),
             dedup_order: Chunked::new(),
             files,
             durable: Arc::new(AtomicU64::new(0)),
@@ -186,7 +186,7 @@ impl Partition {
             return Ok(());
         }
         self.dedup_order = Chunked::new();
-        self.dedup = HashMap::new();
+        self.dedup = Default::default();
         for (ts, key) in files.dedup_after(now.saturating_sub(span))? {
             let exp = ts.saturating_add(span);
             self.dedup_order.push_back((exp, key));

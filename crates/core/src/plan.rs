@@ -266,13 +266,14 @@ impl Planner {
 
     fn push_group(&mut self, mut g: PushGroup) -> Vec<PushResult> {
         let fail = |g: &PushGroup, e: CoreError| {
+            let queue: std::sync::Arc<str> = g.queue.as_str().into();
             g.indexes
                 .iter()
                 .zip(&g.records)
                 .map(|(i, r)| PushResult {
                     index: *i,
                     txid: r.txid.clone(),
-                    queue: g.queue.clone(),
+                    queue: queue.clone(),
                     status: PushStatus::Failed(e.clone()),
                 })
                 .collect::<Vec<_>>()
@@ -285,13 +286,15 @@ impl Planner {
         let now = self.ts;
         let existing = self.state.partition(&g.queue, &g.partition);
         // Dedup: within the window, and within this very request.
-        let mut seen = HashSet::new();
+        let mut seen = crate::model::TxKeyMap::<()>::default();
+        seen.reserve(g.records.len());
         let mut keep = Vec::with_capacity(g.records.len());
         let keys: Vec<TxKey> = g.records.iter().map(|r| self.state.txid_key(&r.txid)).collect();
         for (r, h) in g.records.iter().zip(&keys) {
             let dup = r.client_txid
                 && window > 0
-                && (existing.is_some_and(|p| p.dedup.get(h).is_some_and(|exp| *exp > now)) || !seen.insert(*h));
+                && (existing.is_some_and(|p| p.dedup.get(h).is_some_and(|exp| *exp > now))
+                    || seen.insert(*h, ()).is_some());
             keep.push(!dup);
         }
         let kept = keep.iter().filter(|k| **k).count() as u64;
@@ -340,7 +343,9 @@ impl Planner {
         let mut txids = Vec::new();
         let mut dedup = Vec::new();
         let mut next = base;
-        for (((i, r), k), h) in g.indexes.iter().zip(&g.records).zip(&keep).zip(keys) {
+        let queue: std::sync::Arc<str> = g.queue.as_str().into();
+        // The ids move into the answers: the records are not read again.
+        for (((i, r), k), h) in g.indexes.iter().zip(g.records.iter_mut()).zip(&keep).zip(keys) {
             let status = if *k {
                 txids.push(h[0]);
                 if r.client_txid && window > 0 {
@@ -351,14 +356,18 @@ impl Planner {
             } else {
                 PushStatus::Duplicate { part }
             };
-            results.push(PushResult { index: *i, txid: r.txid.clone(), queue: g.queue.clone(), status });
+            results.push(PushResult { index: *i, txid: std::mem::take(&mut r.txid), queue: queue.clone(), status });
         }
         if kept == 0 {
             return results;
         }
         baton_wire::set_base_offset(&mut batch, base);
         if let Err(e) = self.emit(Effect::Append { part, count: kept as u32, txids, dedup, batch: batch.into() }) {
-            return fail(&g, e);
+            // The ids are in `results` now.
+            for r in &mut results {
+                r.status = PushStatus::Failed(e.clone());
+            }
+            return results;
         }
         self.pushed_queues.entry(q).or_default().insert(part);
         results

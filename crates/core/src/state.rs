@@ -396,10 +396,11 @@ impl State {
                     }
                 }
                 let exp = ts.saturating_add(window.saturating_mul(1_000_000));
+                p.dedup.reserve(dedup.len());
                 for h in dedup {
                     p.dedup.insert(*h, exp);
-                    p.dedup_order.push_back((exp, *h));
                 }
+                p.dedup_order.extend(dedup.iter().map(|h| (exp, *h)));
             }
             Effect::Lease { part, group, lease, offsets, expires, auto_ack } => {
                 let from_ts = self.groups.get(group).and_then(|g| g.from_ts);
