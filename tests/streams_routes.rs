@@ -9,6 +9,14 @@ mod common;
 use common::api::Api;
 use serde_json::{json, Value};
 
+/// Raw rows of the streams' KV namespace under `prefix` (reads of it are open).
+async fn rows(api: &Api, prefix: String) -> usize {
+    let op = json!({"operations": [{"op": "getPrefix", "ns": "queen-streams", "prefix": prefix, "keysOnly": true}]});
+    let (st, v) = api.post("/api/v1/kv", op).await;
+    assert_eq!(st, 200, "{v}");
+    v["results"][0]["rows"].as_array().map_or(0, Vec::len)
+}
+
 async fn register(api: &Api, name: &str, hash: &str, reset: bool) -> (u16, Value) {
     api.post("/streams/v1/queries", json!({"name": name, "source_queue": "src", "config_hash": hash, "reset": reset}))
         .await
@@ -118,6 +126,8 @@ async fn a_cycle_is_whole_or_nothing_and_state_is_written_only_by_cycles() {
     assert_eq!(named.len(), 1, "{named:?}");
     assert_eq!(api.pop_some("sink", "batch=10").await.len(), 1);
 
+    assert_eq!(rows(&api, format!("s\u{1e}{id}\u{1e}")).await, 2, "the state rows, read as raw KV rows");
+
     // A reset gives the query a new id with no state; the old id cycles no more.
     let (st, v) = register(&api, "q", "h2", true).await;
     assert_eq!((st, &v["reset"]), (200, &json!(true)), "{v}");
@@ -128,4 +138,15 @@ async fn a_cycle_is_whole_or_nothing_and_state_is_written_only_by_cycles() {
     assert_eq!((st, v["code"].as_str()), (404, Some("query_not_found")), "{v}");
     let (st, v) = api.post("/streams/v1/state/get", json!({"query_id": id, "partition_id": part})).await;
     assert_eq!(st, 404, "the old id's state is gone: {v}");
+    // Its rows are deleted off the request (a client hanging up cannot leave them behind),
+    // and so is the mark that keeps the deletion until it is done.
+    let mut left = (usize::MAX, usize::MAX);
+    for _ in 0..100 {
+        left = (rows(&api, format!("s\u{1e}{id}\u{1e}")).await, rows(&api, "d\u{1e}".to_string()).await);
+        if left == (0, 0) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(left, (0, 0), "the reset query's old state rows and its deletion mark");
 }

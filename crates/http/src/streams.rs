@@ -52,6 +52,12 @@ fn query_key(name: &str) -> String {
 fn id_key(id: &str) -> String {
     format!("i{SEP}{id}")
 }
+/// A reset query's old id whose state rows are still to be deleted: written in the reset's
+/// own entry, deleted once the rows are, so a deletion cut short (the client hung up, the
+/// broker died) is finished by the next sweep instead of leaving rows nothing can reach.
+fn gone_key(id: &str) -> String {
+    format!("d{SEP}{id}")
+}
 fn state_prefix(id: &str, partition: &str) -> String {
     format!("s{SEP}{id}{SEP}{partition}{SEP}")
 }
@@ -139,19 +145,59 @@ pub async fn register(State(app): State<App>, JsonBody(b): JsonBody<RegisterBody
         });
         if let Some(old) = &old_id {
             ops.push(KvOp::Delete { ns: NS.into(), key: id_key(old), expect: None, required: false });
+            ops.push(KvOp::Put {
+                ns: NS.into(),
+                key: gone_key(old),
+                value: "true".into(),
+                ttl_secs: None,
+                expect: None,
+                required: false,
+            });
         }
         if kv(&app, ops).await?.is_err() {
             continue;
         }
-        if let Some(old) = &old_id {
-            forget_state(&app, old).await?;
-        }
+        // Off the request: a client that hangs up does not cut the deletion short.
+        tokio::spawn(sweep(app.clone()));
         return Ok(Json(
             json!({"success": true, "query_id": id, "name": b.name, "fresh": true, "reset": old_id.is_some()}),
         )
         .into_response());
     }
     Err(ApiError::new(StatusCode::CONFLICT, "concurrent_register", "the query was registered concurrently; try again"))
+}
+
+/// One sweep at a time per process.
+static SWEEPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Deletes the state of every reset query's old id still marked [`gone_key`] (a page a
+/// step), then the mark. Run after each registration, so one cut short by a crash is
+/// finished by the next registration after the restart.
+async fn sweep(app: App) {
+    use std::sync::atomic::Ordering;
+    if SWEEPING.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let prefix = gone_key("");
+    let result: Result<(), ApiError> = async {
+        loop {
+            let page =
+                KvOp::GetPrefix { ns: NS.into(), prefix: prefix.clone(), after: None, limit: PAGE, keys_only: true };
+            let rows = match kv(&app, vec![page]).await?.ok().and_then(|mut r| r.pop()) {
+                Some(KvResult::Prefix { rows, .. }) if !rows.is_empty() => rows,
+                _ => return Ok(()),
+            };
+            for r in rows {
+                forget_state(&app, &r.key[prefix.len()..]).await?;
+                kv(&app, vec![KvOp::Delete { ns: NS.into(), key: r.key, expect: None, required: false }]).await?.ok();
+            }
+        }
+    }
+    .await;
+    if let Err(e) = result {
+        tracing::warn!(error = ?e, "deleting a reset stream query's old state stopped; the next registration resumes it");
+    }
+    SWEEPING.store(false, Ordering::Release);
 }
 
 /// Deletes a reset query's old state, a page a step (unreachable already: its id is gone).
