@@ -21,14 +21,9 @@ impl Planner {
     /// found it; checked again here) back to every group that dead-lettered it. The groups'
     /// names, in the order of their dead letters.
     pub fn retry_message(&mut self, part: PartId, txid: &str, offset: u64) -> Planned<Vec<String>> {
-        let not_found = || CoreError::not_found("message_not_found", format!("no message {txid:?} in that partition"));
-        let h = self.state.txid_hash(txid);
-        let p =
-            self.state.parts.get(&part).ok_or_else(|| {
-                CoreError::not_found("partition_not_found", format!("partition {part} does not exist"))
-            })?;
-        if !p.is_message_with(offset, h) || p.txns.hidden_end(offset).is_some() || offset < p.start {
-            return Err(not_found());
+        let p = self.message_at(part, txid, offset)?;
+        if p.txns.hidden_end(offset).is_some() || offset < p.start {
+            return Err(CoreError::not_found("message_not_found", format!("no message {txid:?} in that partition")));
         }
         let dlq = self.state.queues.get(&p.queue).map(|q| &q.dlq);
         let mut groups: Vec<GroupId> = Vec::new();

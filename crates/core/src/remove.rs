@@ -42,16 +42,28 @@ impl Planner {
         Ok(parts.len() as u32)
     }
 
-    pub fn delete_message(&mut self, part: PartId, txid: &str, offset: u64) -> Planned<u64> {
-        let not_found = || CoreError::not_found("message_not_found", format!("no message {txid:?} in that partition"));
+    /// The partition `part` if `offset` holds its message `txid` (where a
+    /// [`crate::Query::MessageScan`] found it: checked again, so a forged or stale offset
+    /// names nothing): `partition_not_found` or `message_not_found` otherwise.
+    pub(crate) fn message_at(
+        &self,
+        part: PartId,
+        txid: &str,
+        offset: u64,
+    ) -> Result<&crate::state::Partition, CoreError> {
         let h = self.state.txid_hash(txid);
         let p =
             self.state.parts.get(&part).ok_or_else(|| {
                 CoreError::not_found("partition_not_found", format!("partition {part} does not exist"))
             })?;
         if !p.is_message_with(offset, h) {
-            return Err(not_found());
+            return Err(CoreError::not_found("message_not_found", format!("no message {txid:?} in that partition")));
         }
+        Ok(p)
+    }
+
+    pub fn delete_message(&mut self, part: PartId, txid: &str, offset: u64) -> Planned<u64> {
+        let p = self.message_at(part, txid, offset)?;
         if p.txns.hidden_end(offset).is_none() {
             self.emit_pub(Effect::HideRecord { part, offset })?;
         }

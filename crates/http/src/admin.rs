@@ -444,6 +444,13 @@ async fn locate(app: &App, part: baton_core::PartId, txid: &str) -> Result<u64, 
         .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "message_not_found", "no such message"))
 }
 
+/// [`locate`] of a message addressed as the routes name it: the partition's id as text.
+async fn locate_by_name(app: &App, pid: &str, txid: &str) -> Result<(baton_core::PartId, u64), ApiError> {
+    let part = parse_partition_uuid(pid)
+        .ok_or_else(|| ApiError::bad("invalid_partition_id", format!("{pid:?} is not a Baton partition id")))?;
+    Ok((part, locate(app, part, txid).await?))
+}
+
 /// `DELETE /api/v1/messages/{partitionId}/{transactionId}` (Queen's `delete_message`): no
 /// consumer over HTTP is given the message afterwards (crates/core/src/remove.rs). Durable
 /// before it is answered; deleting it again answers the same.
@@ -451,9 +458,7 @@ pub async fn delete_message(
     State(app): State<App>,
     Path((pid, txid)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let part = parse_partition_uuid(&pid)
-        .ok_or_else(|| ApiError::bad("invalid_partition_id", format!("{pid:?} is not a Baton partition id")))?;
-    let offset = locate(&app, part, &txid).await?;
+    let (part, offset) = locate_by_name(&app, &pid, &txid).await?;
     let offset = app.engine.delete_message(part, txid.clone(), offset).await?;
     Ok(Json(json!({"success": true, "deleted": true, "partitionId": pid, "transactionId": txid, "offset": offset}))
         .into_response())
@@ -465,9 +470,7 @@ pub async fn retry_message(
     State(app): State<App>,
     Path((pid, txid)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let part = parse_partition_uuid(&pid)
-        .ok_or_else(|| ApiError::bad("invalid_partition_id", format!("{pid:?} is not a Baton partition id")))?;
-    let offset = locate(&app, part, &txid).await?;
+    let (part, offset) = locate_by_name(&app, &pid, &txid).await?;
     let groups = app.engine.retry_message(part, txid.clone(), offset).await?;
     Ok(Json(json!({"success": true, "retried": true, "partitionId": pid, "transactionId": txid, "offset": offset,
         "consumerGroups": groups}))
@@ -475,9 +478,7 @@ pub async fn retry_message(
 }
 
 pub async fn message(State(app): State<App>, Path((pid, txid)): Path<(String, String)>) -> Result<Response, ApiError> {
-    let part = parse_partition_uuid(&pid)
-        .ok_or_else(|| ApiError::bad("invalid_partition_id", format!("{pid:?} is not a Baton partition id")))?;
-    let offset = locate(&app, part, &txid).await?;
+    let (part, offset) = locate_by_name(&app, &pid, &txid).await?;
     let found = match app.engine.query(baton_core::Query::Message { part, txid: txid.clone(), offset }).await? {
         QueryResult::Message(m) => m,
         _ => unreachable!("Message answers Message"),
@@ -541,10 +542,68 @@ pub async fn subscription(
         .into_response())
 }
 
-/// Groups with messages they have not settled, most behind first.
-pub async fn lagging(State(app): State<App>) -> Result<Response, ApiError> {
-    let mut gs = groups_json(&all_groups(&app).await?);
-    gs.retain(|g| g["totalLag"].as_u64().unwrap_or(0) > 0);
-    gs.sort_by_key(|g| std::cmp::Reverse(g["totalLag"].as_u64().unwrap_or(0)));
-    Ok(Json(gs).into_response())
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LaggingParams {
+    min_lag_seconds: Option<u64>,
+}
+
+/// Partitions read at once for their oldest unsettled message's time.
+const LAG_FETCH_CHUNK: usize = 256;
+
+/// Queen's lagging view (`admin.get_lagging_consumers(n)`): the groups with a partition
+/// whose oldest message the group has not settled is at least `minLagSeconds` old (60 by
+/// default, as the client's), most behind first. Each group lists only such partitions,
+/// with `timeLagSeconds` and `oldestUnconsumedAt`; `totalLag` counts their messages and
+/// `maxTimeLag` is the largest age. The age is read from the stored record at the group's
+/// cursor: one batch per partition that owes anything.
+pub async fn lagging(
+    State(app): State<App>,
+    q: Result<Query<LaggingParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(p) = q.map_err(|e| ApiError::bad("invalid_query", e.body_text()))?;
+    let min = p.min_lag_seconds.unwrap_or(60);
+    let owing: Vec<_> = all_groups(&app).await?.into_iter().filter(|g| g.lag > 0).collect();
+    let mut oldest: Vec<Option<i64>> = Vec::with_capacity(owing.len());
+    for chunk in owing.chunks(LAG_FETCH_CHUNK) {
+        let reqs = chunk
+            .iter()
+            .map(|g| baton_core::FetchRequest {
+                queue: g.queue.clone(),
+                partition: g.partition.clone(),
+                offset: g.offset,
+                // The first batch at the cursor is always given, whatever the limit.
+                max_bytes: 1,
+                committed: true,
+            })
+            .collect();
+        for (g, r) in chunk.iter().zip(app.engine.fetch(reqs).await?) {
+            let recs = read_records(&r.spans, |o| o >= g.offset && o < r.last_stable)
+                .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?;
+            oldest.push(recs.iter().map(|m| m.timestamp_ms).min());
+        }
+    }
+    let now_ms = (baton_core::wall_micros() / 1000) as i64;
+    // Per group: its lagging partitions, their messages, the largest age.
+    let mut by_group: std::collections::BTreeMap<&str, (Vec<serde_json::Value>, u64, u64)> = Default::default();
+    for (g, ts) in owing.iter().zip(oldest) {
+        let age = ts.map(|t| (now_ms - t).max(0) as u64 / 1000).unwrap_or(0);
+        if age < min {
+            continue;
+        }
+        let mut v = json!(g);
+        v["timeLagSeconds"] = age.into();
+        v["oldestUnconsumedAt"] = ts.map(iso_ms).into();
+        let (parts, lag, max) = by_group.entry(g.name.as_str()).or_default();
+        parts.push(v);
+        *lag += g.lag;
+        *max = (*max).max(age);
+    }
+    let mut out: Vec<_> = by_group.into_iter().collect();
+    out.sort_by_key(|(_, (_, lag, max))| std::cmp::Reverse((*max, *lag)));
+    let out: Vec<_> = out
+        .into_iter()
+        .map(|(name, (parts, lag, max))| json!({"name": name, "totalLag": lag, "maxTimeLag": max, "partitions": parts}))
+        .collect();
+    Ok(Json(out).into_response())
 }

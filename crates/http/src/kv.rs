@@ -130,13 +130,14 @@ fn raw(v: &str) -> Box<RawValue> {
     crate::payload::text_json(v)
 }
 
+/// A row of a `keysOnly` read has no value, and shows none: `"value": null` would read as
+/// a stored null.
 fn row_json(r: &KvRow) -> Value {
-    json!({
-        "key": r.key,
-        "value": r.value.as_deref().map(raw),
-        "version": r.version,
-        "expiresAt": r.expires.map(iso_us),
-    })
+    let mut v = json!({"key": r.key, "version": r.version, "expiresAt": r.expires.map(iso_us)});
+    if let Some(value) = r.value.as_deref() {
+        v["value"] = json!(raw(value));
+    }
+    v
 }
 
 pub fn kv_result_json(r: &KvResult) -> Value {
@@ -249,8 +250,28 @@ pub fn timer_op(i: usize, o: TimerOpJson, max_depth: u32) -> Result<TimerOp, Api
     })
 }
 
+/// `ok` is the verdict Queen's client reads as the result's truth: false for `absent` (no
+/// such timer: never scheduled, cancelled, or already fired).
 pub fn timer_result_json(r: &TimerResult) -> Value {
-    json!({"ok": true, "status": r.status, "queue": r.queue, "timerKey": r.key, "deliverAt": r.fire_at.map(iso_us)})
+    json!({"ok": r.status != "absent", "status": r.status, "queue": r.queue, "timerKey": r.key,
+        "deliverAt": r.fire_at.map(iso_us)})
+}
+
+/// [`timer_result_json`] with the timer's `txn` carried back (the one given or minted for a
+/// schedule, the one a cancel names): the message a timer became is found by it in the queue.
+fn with_txn(r: &TimerResult, txn: Option<&str>) -> Value {
+    let mut v = timer_result_json(r);
+    if let Some(t) = txn {
+        v["txn"] = t.into();
+    }
+    v
+}
+
+fn op_txn(op: &TimerOp) -> Option<&str> {
+    match op {
+        TimerOp::Schedule { txn, .. } => Some(txn),
+        _ => None,
+    }
 }
 
 pub async fn timers(State(app): State<App>, JsonBody(body): JsonBody<TimersBody>) -> Result<Response, ApiError> {
@@ -258,18 +279,34 @@ pub async fn timers(State(app): State<App>, JsonBody(body): JsonBody<TimersBody>
         return Err(ApiError::bad("empty_operations", "operations must hold at least one op"));
     }
     let depth = app.cfg.max_payload_depth;
-    let ops =
-        body.operations.into_iter().enumerate().map(|(i, o)| timer_op(i, o, depth)).collect::<Result<Vec<_>, _>>()?;
+    let mut txns = Vec::with_capacity(body.operations.len());
+    let mut ops = Vec::with_capacity(body.operations.len());
+    for (i, o) in body.operations.into_iter().enumerate() {
+        let named = o.txn.clone();
+        let op = timer_op(i, o, depth)?;
+        txns.push(op_txn(&op).map(str::to_owned).or(named));
+        ops.push(op);
+    }
     let res = app.engine.timers(ops).await?;
-    Ok(Json(json!({"results": res.iter().map(timer_result_json).collect::<Vec<_>>()})).into_response())
+    let results: Vec<_> = res.iter().zip(&txns).map(|(r, t)| with_txn(r, t.as_deref())).collect();
+    Ok(Json(json!({"results": results})).into_response())
 }
 
+#[derive(Deserialize)]
+pub struct CancelParams {
+    txn: Option<String>,
+}
+
+/// `DELETE /api/v1/timers/{queue}/{key}[?txn=]`: the `txn` is carried back, so an `absent`
+/// answer can be followed by a look for that transaction id in the queue.
 pub async fn cancel_timer(
     State(app): State<App>,
     Path((queue, key)): Path<(String, String)>,
+    q: Result<Query<CancelParams>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
+    let Query(p) = q.map_err(|e| ApiError::bad("invalid_query", e.body_text()))?;
     let res = app.engine.timers(vec![TimerOp::Cancel { queue, key }]).await?;
-    Ok(Json(timer_result_json(&res[0])).into_response())
+    Ok(Json(with_txn(&res[0], p.txn.as_deref())).into_response())
 }
 
 #[derive(Deserialize)]
