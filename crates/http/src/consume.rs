@@ -153,8 +153,11 @@ pub(crate) fn pop_request(
     }
     let from_ts = match (q.subscription_from.as_deref(), q.subscription_mode.as_deref()) {
         (Some("now"), _) | (None, Some("new" | "new-only")) => Some(baton_core::wall_micros()),
-        (Some(ts), _) => Some(parse_iso(ts).ok_or_else(|| {
-            ApiError::bad("invalid_subscription_from", "subscriptionFrom is 'now' or an RFC 3339 time")
+        (Some(ts), _) => Some(parse_subscription_from(ts).ok_or_else(|| {
+            ApiError::bad(
+                "invalid_subscription_from",
+                "subscriptionFrom is 'now' or an ISO-8601 time (RFC 3339; without an offset, UTC)",
+            )
         })?),
         (None, None | Some("all" | "from_beginning" | "")) => None,
         (None, Some(m)) => {
@@ -173,6 +176,23 @@ pub(crate) fn pop_request(
     };
     let timeout = Duration::from_millis(q.timeout.unwrap_or(30_000).min(app.cfg.max_wait_ms));
     Ok((req, q.wait.unwrap_or(false), tokio::time::Instant::now() + timeout))
+}
+
+/// `subscriptionFrom`'s time: RFC 3339, or an ISO-8601 date or date-time without an offset
+/// (Python's `datetime.utcnow().isoformat()`, a date alone) read as UTC, as the client's
+/// own `changed_since` reads a naive time; refused, the client's pop would silently answer
+/// nothing. Microseconds since the epoch.
+fn parse_subscription_from(ts: &str) -> Option<u64> {
+    if let Some(us) = parse_iso(ts) {
+        return Some(us);
+    }
+    let ts = ts.trim();
+    let naive = match ts.len() {
+        10 => format!("{ts}T00:00:00Z"),
+        19.. if matches!(ts.as_bytes()[10], b'T' | b't' | b' ') => format!("{}T{}Z", &ts[..10], &ts[11..]),
+        _ => return None,
+    };
+    parse_iso(&naive)
 }
 
 fn json_body(body: Vec<u8>) -> Response {
@@ -558,5 +578,18 @@ mod tests {
         assert_eq!(super::truncate("abcd", 3), "abc");
         assert_eq!(super::truncate("aé", 2), "a", "é is two bytes: not cut in half");
         assert_eq!(super::truncate("", 0), "");
+    }
+
+    #[test]
+    fn subscription_from_takes_iso_times_without_an_offset_as_utc() {
+        let at = |s| super::parse_subscription_from(s);
+        let utc = at("2026-01-02T03:04:05.5Z").unwrap();
+        assert_eq!(at("2026-01-02T03:04:05.500000"), Some(utc));
+        assert_eq!(at("2026-01-02 03:04:05.5"), Some(utc));
+        assert_eq!(at("2026-01-02T05:04:05.5+02:00"), Some(utc));
+        assert_eq!(at("2026-01-02"), at("2026-01-02T00:00:00Z"));
+        for bad in ["", "now!", "2026-01-02T", "2026-13-02", "1700000000000", "2026-01-02T03:04:05+", "2026-01-02Té"] {
+            assert_eq!(at(bad), None, "{bad:?}");
+        }
     }
 }
