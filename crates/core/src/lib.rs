@@ -28,6 +28,7 @@ pub mod options;
 pub mod partition;
 pub mod parts;
 pub mod plan;
+mod plan_push;
 mod pop_any;
 pub mod provision;
 pub mod query;
