@@ -22,32 +22,55 @@ use std::time::{Duration, Instant};
 
 use common::{Baton, Mount};
 
-fn spawn(dir: &std::path::Path, port: u16, prealloc: bool) -> Baton {
-    Baton(
-        Command::new(env!("CARGO_BIN_EXE_baton"))
-            .args(["serve", "--http-addr", &format!("127.0.0.1:{port}"), "--kafka-addr", "127.0.0.1:0", "--data-dir"])
-            .arg(dir)
-            .args(["--wal-segment-mb", "1", "--partition-segment-mb", "1", "--checkpoint-interval-secs", "3600"])
-            .args(["--wal-preallocate", if prealloc { "true" } else { "false" }])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn baton"),
-    )
+/// `baton serve` on a fresh port over `dir`, healthy; stderr goes to `log`
+/// (off the tiny disk). A port taken between `free_port` and the bind is
+/// retried on another one; any other failure to start names the log's tail.
+async fn spawn(dir: &std::path::Path, log: &std::path::Path, prealloc: bool) -> (Baton, u16) {
+    for _ in 0..5 {
+        let port = common::free_port();
+        let err = std::fs::OpenOptions::new().create(true).append(true).open(log).expect("open server log");
+        let child = Baton(
+            Command::new(env!("CARGO_BIN_EXE_baton"))
+                .args(["serve", "--http-addr", &format!("127.0.0.1:{port}"), "--kafka-addr", "127.0.0.1:0"])
+                .arg("--data-dir")
+                .arg(dir)
+                .args(["--wal-segment-mb", "1", "--partition-segment-mb", "1", "--checkpoint-interval-secs", "3600"])
+                .args(["--wal-preallocate", if prealloc { "true" } else { "false" }])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(err)
+                .spawn()
+                .expect("spawn baton"),
+        );
+        match wait_health(child, port).await {
+            Ok(child) => return (child, port),
+            Err(()) => {
+                let text = std::fs::read_to_string(log).unwrap_or_default();
+                if !text.contains("Address already in use") {
+                    panic!("baton did not become healthy; its log:\n{text}");
+                }
+            }
+        }
+    }
+    panic!("five fresh ports were all taken before baton could bind them");
 }
 
-async fn wait_health(c: &reqwest::Client, port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+/// Healthy within 60 s (a loaded 2-core CI machine), or Err once it exited.
+async fn wait_health(mut child: Baton, port: u16) -> Result<Baton, ()> {
+    let c = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         if let Ok(r) = c.get(format!("http://127.0.0.1:{port}/health")).send().await {
             if r.status() == 200 {
-                return;
+                return Ok(child);
             }
+        }
+        if child.0.try_wait().ok().flatten().is_some() {
+            return Err(());
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    panic!("baton did not become healthy");
+    Err(())
 }
 
 #[tokio::test]
@@ -71,10 +94,8 @@ async fn full_disk(prealloc: bool) {
     }
     let _m = Mount(mnt.clone());
     let data = mnt.join("data");
-    let port = common::free_port();
-    let child = spawn(&data, port, prealloc);
+    let (child, port) = spawn(&data, &tmp.path().join("first.log"), prealloc).await;
     let c = reqwest::Client::new();
-    wait_health(&c, port).await;
     let payload = "x".repeat(20_000);
     let mut answered = Vec::new();
     let mut refused = Vec::new();
@@ -135,9 +156,7 @@ async fn full_disk(prealloc: bool) {
     let copy = tmp.path().join("copy");
     let st = Command::new("cp").arg("-a").arg(&data).arg(&copy).status().unwrap();
     assert!(st.success());
-    let port = common::free_port();
-    let child = spawn(&copy, port, prealloc);
-    wait_health(&c, port).await;
+    let (child, port) = spawn(&copy, &tmp.path().join("second.log"), prealloc).await;
     let mut seen = std::collections::HashMap::<String, u32>::new();
     let mut offset = 0u64;
     loop {
