@@ -34,6 +34,7 @@ fn acquisitions_survive_the_leaders_death_and_come_back_counted() {
     assert_eq!(heartbeat(&mut kf, "cg", "m", 0, Some(&["csh"])).error_code, NOT_COORDINATOR);
     assert_eq!(share_fetch(&mut kf, "cg", "m", 0, &[(t, 0, vec![])], 0).error_code, NOT_LEADER_OR_FOLLOWER);
 
+    share_from_earliest(&mut k, "cg");
     assert_eq!(heartbeat(&mut k, "cg", "m", 0, Some(&["csh"])).error_code, 0);
     let r = share_fetch(&mut k, "cg", "m", 0, &[(t, 0, vec![])], 2000);
     assert_eq!(acquired(&r, t, 0).len(), 5, "{r:?}");

@@ -248,3 +248,68 @@ fn judge(written: &Written, read: &Written, compacted: bool) {
         written.len()
     );
 }
+
+fn create_with(k: &mut Kafka, t: &str, configs: &[(&str, &str)]) {
+    let configs = configs
+        .iter()
+        .map(|(n, v)| {
+            create_topics_request::CreatableTopicConfig::default().with_name(name(n)).with_value(Some(name(v)))
+        })
+        .collect();
+    let req = CreateTopicsRequest::default().with_timeout_ms(5000).with_topics(vec![
+        create_topics_request::CreatableTopic::default()
+            .with_name(topic(t))
+            .with_num_partitions(1)
+            .with_replication_factor(-1)
+            .with_configs(configs),
+    ]);
+    let r: CreateTopicsResponse = k.call(ApiKey::CreateTopics, 5, &req);
+    assert_eq!(r.topics[0].error_code, 0, "{r:?}");
+}
+
+/// 800 records of unique keys (1.2 MB): the segment holding what came before closes.
+fn fill(k: &mut Kafka, t: &str, written: &mut Written) {
+    let mut next = written.keys().next_back().map_or(0, |o| o + 1);
+    for b in 0..8 {
+        let recs: Vec<(Option<Bytes>, Option<Bytes>)> = (0..100)
+            .map(|i| (Some(Bytes::from(format!("filler-{b}-{i}"))), Some(Bytes::from(vec![b'f'; VALUE]))))
+            .collect();
+        let stamps: Vec<i64> = (0..recs.len() as i64).map(|i| 1_700_000_000_000 + i).collect();
+        let r = k.produce(t, 0, keyed_batch(&recs, &stamps, Compression::None, None), -1);
+        assert_eq!((r.error_code, r.base_offset), (0, next));
+        for rec in recs {
+            written.insert(next, rec);
+            next += 1;
+        }
+    }
+}
+
+#[test]
+fn tombstones_go_after_delete_retention_and_young_segments_wait_for_the_lag() {
+    let (s, port) = Server::start_kafka(&["--partition-segment-mb", "1", "--checkpoint-interval-secs", "1"]);
+    let mut k = Kafka::connect(port);
+    // Created first: every compaction tick looks at its partition before the other's (D68).
+    create_with(&mut k, "young", &[("cleanup.policy", "compact"), ("min.compaction.lag.ms", "3600000")]);
+    create_with(&mut k, "deleting", &[("cleanup.policy", "compact"), ("delete.retention.ms", "0")]);
+    let mut young = produce_rounds(&mut k, "young");
+    fill(&mut k, "young", &mut young);
+    let mut written = produce_rounds(&mut k, "deleting");
+    // Key 3's tombstone is in the last round: close its segment.
+    fill(&mut k, "deleting", &mut written);
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let read = loop {
+        let read = read_all(&mut k, "deleting");
+        if metric(&s, "baton_compaction_segments_rewritten_total") >= 3.0 && !read.values().any(|(k, _)| *k == key(3)) {
+            break read;
+        }
+        assert!(Instant::now() < deadline, "key 3's tombstone was not removed within a minute:\n{}", s.log());
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(metric(&s, "baton_compaction_failures_total"), 0.0);
+    // Every other key keeps its latest record; key 3 is gone whole, its tombstone too.
+    let rest: Written = written.iter().filter(|(_, (k, _))| *k != key(3)).map(|(o, r)| (*o, r.clone())).collect();
+    judge(&rest, &read, true);
+    // A topic whose records are younger than its min.compaction.lag.ms keeps everything.
+    assert_eq!(read_all(&mut k, "young"), young, "a segment younger than the lag was compacted");
+}

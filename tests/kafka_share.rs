@@ -59,6 +59,7 @@ fn accept_release_and_reject_map_to_ack_retry_and_dead_letter() {
     let t = topic_id(&mut k, "sq");
     produce_n(&mut k, "sq", 0, 5, "a");
     produce_n(&mut k, "sq", 1, 3, "b");
+    share_from_earliest(&mut k, "sg");
     let hb = heartbeat(&mut k, "sg", "m1", 0, Some(&["sq"]));
     assert_eq!((hb.error_code, hb.member_epoch), (0, 1));
     let asg = hb.assignment.expect("a joining member gets its assignment");
@@ -120,6 +121,7 @@ fn an_acquisition_runs_out_with_its_lock_and_is_delivered_again() {
     let mut k = Kafka::connect(port);
     let t = topic_id(&mut k, "lk");
     produce_n(&mut k, "lk", 0, 3, "x");
+    share_from_earliest(&mut k, "lg");
     heartbeat(&mut k, "lg", "m", 0, Some(&["lk"]));
     let r = share_fetch(&mut k, "lg", "m", 0, &[(t, 0, vec![])], 1000);
     assert_eq!(r.acquisition_lock_timeout_ms, 1000);
@@ -146,6 +148,7 @@ fn hostile_and_confused_requests_get_precise_errors() {
     assert_eq!(heartbeat(&mut k, "hg", "", 0, Some(&["hq"])).error_code, INVALID_REQUEST);
     assert_eq!(heartbeat(&mut k, "__QUEUE_MODE__", "m", 0, Some(&["hq"])).error_code, INVALID_GROUP_ID);
     assert_eq!(heartbeat(&mut k, "hg", "m", 0, None).error_code, INVALID_REQUEST);
+    share_from_earliest(&mut k, "hg");
     assert_eq!(heartbeat(&mut k, "hg", "m", 0, Some(&["hq"])).error_code, 0);
     assert_eq!(heartbeat(&mut k, "hg", "m", 9, None).error_code, FENCED_MEMBER_EPOCH);
     assert_eq!(heartbeat(&mut k, "hg", "nobody", 3, None).error_code, UNKNOWN_MEMBER_ID);
@@ -214,6 +217,7 @@ fn closing_a_session_settles_its_last_acknowledgements_and_releases_the_rest_wit
     let mut k = Kafka::connect(port);
     let t = topic_id(&mut k, "cq");
     produce_n(&mut k, "cq", 0, 4, "c");
+    share_from_earliest(&mut k, "cg");
     heartbeat(&mut k, "cg", "m", 0, Some(&["cq"]));
     let r = share_fetch(&mut k, "cg", "m", 0, &[(t, 0, vec![])], 500);
     assert_eq!(acquired(&r, t, 0).len(), 4);
@@ -266,6 +270,7 @@ fn a_restart_loses_sessions_and_members_but_not_the_leases_they_held() {
     let mut k = Kafka::connect(port);
     let t = topic_id(&mut k, "rq");
     produce_n(&mut k, "rq", 0, 3, "r");
+    share_from_earliest(&mut k, "rg");
     heartbeat(&mut k, "rg", "m", 0, Some(&["rq"]));
     let r = share_fetch(&mut k, "rg", "m", 0, &[(t, 0, vec![])], 1000);
     assert_eq!(acquired(&r, t, 0).len(), 3);

@@ -128,3 +128,28 @@ pub fn acquired(r: &ShareFetchResponse, t: Uuid, p: i32) -> Vec<(i64, i16, Vec<u
     }
     out
 }
+
+/// KIP-848's GROUP config resource.
+pub const RESOURCE_GROUP: i8 = 32;
+
+/// IncrementalAlterConfigs of one group config: SET `value`, or DELETE when `None`. The
+/// resource's (error code, message).
+pub fn alter_group_config(k: &mut Kafka, group: &str, config: &str, value: Option<&str>) -> (i16, Option<String>) {
+    use incremental_alter_configs_request as a;
+    let op = a::AlterableConfig::default()
+        .with_name(name(config))
+        .with_config_operation(if value.is_some() { 0 } else { 1 })
+        .with_value(value.map(name));
+    let req = IncrementalAlterConfigsRequest::default().with_resources(vec![a::AlterConfigsResource::default()
+        .with_resource_type(RESOURCE_GROUP)
+        .with_resource_name(name(group))
+        .with_configs(vec![op])]);
+    let r: IncrementalAlterConfigsResponse = k.call(ApiKey::IncrementalAlterConfigs, 1, &req);
+    (r.responses[0].error_code, r.responses[0].error_message.as_ref().map(|m| m.to_string()))
+}
+
+/// A share group reads what was written before it first fetched (Kafka's default is
+/// `latest`, as Baton's): what a Kafka user sets with the admin client.
+pub fn share_from_earliest(k: &mut Kafka, group: &str) {
+    assert_eq!(alter_group_config(k, group, "share.auto.offset.reset", Some("earliest")), (0, None));
+}

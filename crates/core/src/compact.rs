@@ -58,6 +58,9 @@ pub struct Job {
     pub segs: Vec<JobSeg>,
     /// Spans of aborted transactions' records (`start -> end`, D48).
     pub aborted: BTreeMap<u64, u64>,
+    /// A tombstone that is its key's latest goes too when its batch was written before
+    /// this (the topic's `delete.retention.ms`, D68); 0 keeps every tombstone.
+    pub tombstones_before: crate::model::Micros,
 }
 
 /// A segment rewritten under its next generation, for the planner to swap in.
@@ -168,6 +171,11 @@ fn compacts(configs: &BTreeMap<String, String>) -> bool {
     configs.get("cleanup.policy").is_some_and(|p| p.split(',').any(|x| x.trim() == "compact"))
 }
 
+/// A topic's millisecond config in microseconds, or its Kafka default.
+fn micros(configs: &BTreeMap<String, String>, name: &str, default_ms: u64) -> u64 {
+    configs.get(name).and_then(|v| v.parse::<u64>().ok()).unwrap_or(default_ms).saturating_mul(1000)
+}
+
 impl State {
     /// The planner's part, each second: swap in what the compactor rewrote, then offer it the
     /// next partition of a compacted topic with a closed segment no pass has read.
@@ -191,17 +199,34 @@ impl State {
         if !c.idle() {
             return;
         }
-        let queues: Vec<_> = self.topic_configs.iter().filter(|(_, m)| compacts(m)).map(|(q, _)| *q).collect();
-        for q in queues {
+        // D68: a segment holding a record younger than `min.compaction.lag.ms` waits (and
+        // the ones after it); a tombstone older than `delete.retention.ms` goes. Measured on
+        // this node's clock against the batches' stamps (compaction is each node's own, not
+        // in the log, I1); an idle topic's segments come of age without a new entry.
+        let now = crate::engine::wall_micros();
+        let queues: Vec<_> = self
+            .topic_configs
+            .iter()
+            .filter(|(_, m)| compacts(m))
+            .map(|(q, m)| {
+                let settled_before = match micros(m, "min.compaction.lag.ms", 0) {
+                    0 => crate::model::Micros::MAX,
+                    lag => now.saturating_sub(lag),
+                };
+                let keep_tombstones = micros(m, "delete.retention.ms", 86_400_000);
+                (*q, settled_before, now.saturating_sub(keep_tombstones))
+            })
+            .collect();
+        for (q, settled_before, tombstones_before) in queues {
             let Some(parts) = self.queues.get(&q).map(|q| q.parts.clone()) else { continue };
             for id in parts {
                 let Some(p) = self.parts.get_mut(&id) else { continue };
                 let (upto, aborted) = (p.stable_end(), p.txns.hidden.clone());
                 let Some(f) = p.files.as_mut() else { continue };
-                let Some((segs, through)) = f.compaction_segments(upto) else { continue };
+                let Some((segs, through)) = f.compaction_segments(upto, settled_before) else { continue };
                 f.compacted_through = through;
                 let (part, dir) = f.job_target();
-                c.offer(Job { part, dir, segs, aborted });
+                c.offer(Job { part, dir, segs, aborted, tombstones_before });
                 return;
             }
         }
@@ -266,19 +291,21 @@ fn each_batch(job: &Job, s: &JobSeg, mut f: impl FnMut(u64, &BatchRec, &[u8]) ->
 pub fn compact(job: &Job, max_keys: usize, stats: &CompactStats) -> io::Result<Vec<Rewritten>> {
     let hash = KeyHash::new();
     let aborted = |o: u64| job.aborted.range(..=o).next_back().is_some_and(|(_, e)| *e > o);
-    let mut latest: HashMap<u128, u64, foldhash::fast::RandomState> = HashMap::default();
+    // Key -> (its latest offset, whether that latest is a tombstone old enough to go).
+    let mut latest: HashMap<u128, (u64, bool), foldhash::fast::RandomState> = HashMap::default();
     let mut capped = false;
     for s in &job.segs {
-        each_batch(job, s, |_, _, b| {
+        each_batch(job, s, |_, rec, b| {
             // Records of an aborted transaction are no key's latest.
             let txn = transactional(b);
-            baton_wire::compact::keys_of(b, |o, k| {
+            let old = rec.ts < job.tombstones_before;
+            baton_wire::compact::keys_of(b, |o, k, tombstone| {
                 let Some(k) = k.filter(|_| !(txn && aborted(o))) else { return };
                 let h = hash.of(k);
                 if let Some(v) = latest.get_mut(&h) {
-                    *v = o;
+                    *v = (o, tombstone && old);
                 } else if latest.len() < max_keys {
-                    latest.insert(h, o);
+                    latest.insert(h, (o, tombstone && old));
                 } else {
                     capped = true;
                 }
@@ -294,7 +321,9 @@ pub fn compact(job: &Job, max_keys: usize, stats: &CompactStats) -> io::Result<V
     let mut out = Vec::new();
     for s in &job.segs {
         let drop = |txn: bool, o: u64, k: Option<&[u8]>| {
-            k.is_some_and(|k| !(txn && aborted(o)) && latest.get(&hash.of(k)).is_some_and(|l| *l > o))
+            k.is_some_and(|k| {
+                !(txn && aborted(o)) && latest.get(&hash.of(k)).is_some_and(|(l, gone)| *l > o || (*l == o && *gone))
+            })
         };
         out.extend(rewrite(job, s, &drop)?);
     }
@@ -310,7 +339,7 @@ fn rewrite(job: &Job, s: &JobSeg, drop: &Drops) -> io::Result<Option<Rewritten>>
     let mut drops: HashMap<u64, HashSet<u64>> = HashMap::new();
     each_batch(job, s, |i, _, b| {
         let (mut d, txn) = (HashSet::new(), transactional(b));
-        baton_wire::compact::keys_of(b, |o, k| {
+        baton_wire::compact::keys_of(b, |o, k, _| {
             if drop(txn, o, k) {
                 d.insert(o);
             }

@@ -55,10 +55,21 @@ fn read(f: &PartitionFiles) -> Vec<(u64, String)> {
 }
 
 fn run(f: &mut PartitionFiles, upto: u64, aborted: BTreeMap<u64, u64>) -> (Vec<Rewritten>, Vec<PathBuf>) {
-    let (segs, through) = f.compaction_segments(upto).expect("closed segments to read");
+    run_at(f, upto, aborted, 0)
+}
+
+/// A pass that drops the tombstones (each its key's latest) of batches stamped before
+/// `tombstones_before`.
+fn run_at(
+    f: &mut PartitionFiles,
+    upto: u64,
+    aborted: BTreeMap<u64, u64>,
+    tombstones_before: u64,
+) -> (Vec<Rewritten>, Vec<PathBuf>) {
+    let (segs, through) = f.compaction_segments(upto, u64::MAX).expect("closed segments to read");
     f.compacted_through = through;
     let (part, dir) = f.job_target();
-    let job = Job { part, dir, segs, aborted };
+    let job = Job { part, dir, segs, aborted, tombstones_before };
     let stats = CompactStats::default();
     let done = compact(&job, 100, &stats).unwrap();
     let mut old = Vec::new();
@@ -77,7 +88,7 @@ fn a_pass_keeps_each_keys_latest_and_every_offset_and_swaps_in_a_generation() {
     let mut f = partition(3, d.path(), &st, &batches);
     assert_eq!(f.segments.len(), 5);
     // The active segment (offset 8) is never read; nothing past `upto` either.
-    let (segs, through) = f.compaction_segments(6).unwrap();
+    let (segs, through) = f.compaction_segments(6, u64::MAX).unwrap();
     assert_eq!((segs.len(), through), (2, 5), "segments ending past offset 6 wait");
     let (done, old) = run(&mut f, u64::MAX, BTreeMap::new());
     // Closed: a@0 b@1 -@2 | a@3 c@4 | b@5 b@6 | c@7 ; active: a@8.
@@ -91,7 +102,7 @@ fn a_pass_keeps_each_keys_latest_and_every_offset_and_swaps_in_a_generation() {
     assert_eq!(f.find(1).unwrap().unwrap().rec.base, 0);
     assert_eq!(f.txid_at(1).unwrap(), Some(1), "the transaction-id records are by offset, kept");
     // Nothing new closed: no second pass is offered.
-    assert!(f.compaction_segments(u64::MAX).is_none());
+    assert!(f.compaction_segments(u64::MAX, u64::MAX).is_none());
 
     // Recovery keeps the generation the marks name and deletes the others.
     let stray = file_path(d.path(), 0, 7, Kind::Seg);
@@ -117,9 +128,9 @@ fn aborted_records_are_nobodys_latest_and_a_changed_segment_is_not_swapped() {
 
     // A swap for a segment retired (or rewritten) since the pass read it is refused.
     let mut g = partition(4, &d.path().join("g"), &st, &batches);
-    let (segs, _) = g.compaction_segments(u64::MAX).unwrap();
+    let (segs, _) = g.compaction_segments(u64::MAX, u64::MAX).unwrap();
     let (part, dir) = g.job_target();
-    let job = Job { part, dir, segs, aborted: BTreeMap::new() };
+    let job = Job { part, dir, segs, aborted: BTreeMap::new(), tombstones_before: 0 };
     let done = compact(&job, 100, &CompactStats::default()).unwrap();
     assert_eq!(done.len(), 1);
     g.retire_below(2);
@@ -132,13 +143,84 @@ fn a_pass_tracks_at_most_max_keys_and_keeps_what_it_did_not_track() {
     let st = store();
     let batches: [(&[&str], bool); 3] = [(&["a", "b"], false), (&["a", "b"], false), (&["z"], false)];
     let f = partition(3, d.path(), &st, &batches);
-    let (segs, _) = f.compaction_segments(u64::MAX).unwrap();
+    let (segs, _) = f.compaction_segments(u64::MAX, u64::MAX).unwrap();
     let (part, dir) = f.job_target();
-    let job = Job { part, dir, segs, aborted: BTreeMap::new() };
+    let job = Job { part, dir, segs, aborted: BTreeMap::new(), tombstones_before: 0 };
     let stats = CompactStats::default();
     let done = compact(&job, 1, &stats).unwrap();
     assert_eq!(stats.capped_passes.load(Relaxed), 1);
     // Only "a" was tracked: a@0 goes, both b stay.
     assert_eq!(done.len(), 1);
     assert_eq!(done[0].removed, 1);
+}
+
+/// A batch of (key, value) records at `base`; a `None` value is a tombstone.
+fn kv_batch(kvs: &[(&str, Option<&str>)], base: u64) -> Vec<u8> {
+    use kafka_protocol::records::*;
+    let recs: Vec<Record> = kvs
+        .iter()
+        .enumerate()
+        .map(|(i, (k, v))| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: i as i32 - 1,
+            timestamp: 1_700_000_000_000,
+            key: Some(bytes::Bytes::copy_from_slice(k.as_bytes())),
+            value: v.map(|v| bytes::Bytes::copy_from_slice(v.as_bytes())),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut b = bytes::BytesMut::new();
+    let opts = RecordEncodeOptions { version: 2, compression: Compression::None };
+    RecordBatchEncoder::encode(&mut b, &recs, &opts).unwrap();
+    let mut v = b.to_vec();
+    set_base_offset(&mut v, base);
+    v
+}
+
+/// One segment per batch, batch `i` stamped `10 + i`: a=1 b=1 | a=(tombstone) | b=2 | x.
+fn with_a_tombstone(part: u32, dir: &std::path::Path, st: &Arc<Store>) -> PartitionFiles {
+    let batches: [&[(&str, Option<&str>)]; 4] =
+        [&[("a", Some("1")), ("b", Some("1"))], &[("a", None)], &[("b", Some("2"))], &[("x", Some("x"))]];
+    let mut f = PartitionFiles::create(part, dir.to_path_buf(), 1, st.clone());
+    let mut base = 0;
+    for (i, kvs) in batches.iter().enumerate() {
+        let txids: Vec<[u64; 2]> = (0..kvs.len() as u64).map(|k| [base + k, 0]).collect();
+        f.append(base, 10 + i as u64, &txids, &kv_batch(kvs, base), None).unwrap();
+        base += kvs.len() as u64;
+    }
+    f.flush_index().unwrap();
+    f
+}
+
+#[test]
+fn a_tombstone_goes_once_older_than_delete_retention_and_young_segments_wait() {
+    let d = tempfile::tempdir().unwrap();
+    let st = store();
+    // min.compaction.lag.ms: a segment with a record stamped at or after 12 waits, and so
+    // does every segment after it.
+    let f = with_a_tombstone(3, &d.path().join("lag"), &st);
+    let (segs, through) = f.compaction_segments(u64::MAX, 12).unwrap();
+    assert_eq!((segs.len(), through), (2, 3), "only the segments stamped 10 and 11");
+    assert!(f.compaction_segments(u64::MAX, 10).is_none(), "nothing is old enough");
+
+    // delete.retention.ms not passed (the tombstone is stamped 11, not before 11): it stays,
+    // as the latest of its key, and a=1 goes.
+    let mut f = with_a_tombstone(4, &d.path().join("keep"), &st);
+    run_at(&mut f, u64::MAX, BTreeMap::new(), 11);
+    assert_eq!(read(&f), [(2, "a"), (3, "b"), (4, "x")].map(|(o, k)| (o, k.to_string())));
+
+    // Passed: the tombstone goes with everything its key had; the other keys are untouched.
+    let mut f = with_a_tombstone(5, &d.path().join("drop"), &st);
+    let (done, _) = run_at(&mut f, u64::MAX, BTreeMap::new(), 12);
+    assert_eq!(read(&f), [(3, "b"), (4, "x")].map(|(o, k)| (o, k.to_string())));
+    assert_eq!(done.iter().map(|r| r.removed).sum::<u64>(), 3);
+    // Offsets still resolve: the emptied batch keeps its span.
+    assert_eq!(f.find(2).unwrap().unwrap().rec.base, 2);
 }

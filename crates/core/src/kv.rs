@@ -14,6 +14,8 @@ use crate::state::KvEntry;
 use std::collections::{BTreeMap, HashMap};
 
 pub const MAX_KEY_LEN: usize = 1024;
+/// The reserved namespace of Kafka group configs (D67): written only by the Kafka door.
+pub const KAFKA_GROUP_CONFIGS: &str = "kafka-group-configs";
 pub const MAX_VALUE_LEN: usize = 1 << 20;
 
 #[derive(Debug, Clone, PartialEq)]

@@ -13,13 +13,15 @@ use crate::compact::{JobSeg, Rewritten};
 impl PartitionFiles {
     /// The closed segments a compaction pass may read, oldest first, and the offset they
     /// end at; `None` when there are none past what the last pass covered.
-    pub fn compaction_segments(&self, upto: u64) -> Option<(Vec<JobSeg>, u64)> {
+    pub fn compaction_segments(&self, upto: u64, settled_before: Micros) -> Option<(Vec<JobSeg>, u64)> {
         let mut out = Vec::new();
         let mut through = 0;
         for w in self.segments.windows(2) {
             let (s, next) = (&w[0], &w[1]);
             let in_files = s.index.idx_flushed == s.index.batches && s.index.txid_flushed == s.index.msgs;
-            if next.base > upto || s.pinned.is_some() || !in_files {
+            // A segment with a record written at or after `settled_before` is too young
+            // (`min.compaction.lag.ms`, D68), and so is every one after it.
+            if next.base > upto || s.pinned.is_some() || !in_files || s.index.last_ts >= settled_before {
                 break;
             }
             out.push(JobSeg { base: s.base, gen: s.gen, len: s.len, batches: s.index.batches });

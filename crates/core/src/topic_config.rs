@@ -10,8 +10,9 @@ use crate::plan::{Planned, Planner};
 use std::collections::BTreeMap;
 
 /// The topic configs a client may set, with Kafka's defaults as Baton reports them.
-/// Only `cleanup.policy` and `retention.ms` change what Baton does (D49); the others are
-/// kept and described, as a tool that sets them expects.
+/// `cleanup.policy` and `retention.ms` change what Baton does (D49), and on a compacted
+/// topic `min.compaction.lag.ms` and `delete.retention.ms` (D68); the others are kept and
+/// described, as a tool that sets them expects.
 pub const TOPIC_CONFIGS: &[(&str, &str)] = &[
     ("cleanup.policy", "delete"),
     ("compression.type", "producer"),

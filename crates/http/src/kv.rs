@@ -47,9 +47,10 @@ pub struct KvBody {
 
 /// Namespaces whose rows only Baton's own routes write: a lock's permit (`/api/v1/locks`)
 /// a trace (`/api/v1/traces`), an ephemeral queue's declared options and a queue's
-/// namespace and task. A client that could `put` a permit row could forge a
+/// namespace and task, a Kafka group's configs. A client that could `put` a permit row could forge a
 /// lock holder or move its fencing token; reads and `check` (a lock's guard) stay open.
-pub const RESERVED_NAMESPACES: [&str; 6] = [
+pub const RESERVED_NAMESPACES: [&str; 7] = [
+    baton_core::kv::KAFKA_GROUP_CONFIGS,
     crate::locks::NS,
     crate::traces::NS,
     crate::ephemeral::NS,

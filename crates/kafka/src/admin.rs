@@ -15,6 +15,8 @@ const GROUP_SUBSCRIBED_TO_TOPIC: i16 = E::GroupSubscribedToTopic.code();
 const INVALID_CONFIG: i16 = E::InvalidConfig.code();
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
+/// KIP-848's GROUP resource (group configs, D67).
+pub const RESOURCE_GROUP: i8 = 32;
 
 /// The Kafka code and message for a refused config change.
 fn config_error(e: &baton_core::CoreError) -> (i16, Option<kafka_protocol::protocol::StrBytes>) {
@@ -22,7 +24,7 @@ fn config_error(e: &baton_core::CoreError) -> (i16, Option<kafka_protocol::proto
     (code, Some(s(e.message.clone())))
 }
 
-/// One resource's config change: topics only (broker configs are Baton's flags).
+/// One resource's config change: a topic's or a group's (broker configs are Baton's flags).
 async fn alter(
     ctx: &Ctx,
     kind: i8,
@@ -36,8 +38,13 @@ async fn alter(
             Ok(()) => (NONE, None),
             Err(e) => config_error(&e),
         },
+        RESOURCE_GROUP => match crate::group_configs::alter(ctx, name, &ops, replace, validate_only).await {
+            Ok(()) => (NONE, None),
+            Err(crate::group_configs::AlterError::Invalid(m)) => (INVALID_CONFIG, Some(s(m))),
+            Err(crate::group_configs::AlterError::Core(e)) => config_error(&e),
+        },
         RESOURCE_BROKER => (INVALID_REQUEST, Some(s("broker configs are Baton's command-line flags"))),
-        _ => (INVALID_REQUEST, Some(s("only topic configs can be altered"))),
+        _ => (INVALID_REQUEST, Some(s("only topic and group configs can be altered"))),
     }
 }
 

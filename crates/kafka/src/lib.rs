@@ -17,6 +17,7 @@ mod coordinator;
 mod errors;
 mod fetch;
 mod frame;
+mod group_configs;
 mod groups;
 mod handler;
 mod metrics;
@@ -157,6 +158,8 @@ pub(crate) struct Ctx {
     pub groups: coordinator::Coordinator,
     pub sessions: sessions::FetchSessions,
     pub shares: share_groups::Shares,
+    /// Group configs read recently (D67).
+    pub group_configs: group_configs::GroupConfigCache,
 }
 
 /// A bound listener, ready to serve.
@@ -177,6 +180,7 @@ impl KafkaServer {
             groups: coordinator::Coordinator::with_limits(cfg.initial_rebalance_delay, cfg.group_limits),
             sessions: sessions::FetchSessions::new(),
             shares: share_groups::Shares::new(cfg.share_limits),
+            group_configs: Default::default(),
             cfg,
             stats: Arc::new(KafkaStats::default()),
         });

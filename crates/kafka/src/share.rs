@@ -34,9 +34,10 @@ pub async fn heartbeat(
     client_id: &str,
     host: &str,
 ) -> ShareGroupHeartbeatResponse {
+    let settings = crate::group_configs::share_settings(ctx, req.group_id.as_str()).await;
     let r = ShareGroupHeartbeatResponse::default()
         .with_member_id(Some(req.member_id.clone()))
-        .with_heartbeat_interval_ms(ctx.shares.limits.heartbeat_interval.as_millis() as i32);
+        .with_heartbeat_interval_ms(settings.heartbeat_interval.as_millis().min(i32::MAX as u128) as i32);
     let refuse = |code: i16, msg: &str| r.clone().with_error_code(code).with_error_message(Some(s(msg)));
     let (group, member) = (req.group_id.as_str(), req.member_id.as_str());
     if group.is_empty() || member.is_empty() || member.len() > 255 {
@@ -81,6 +82,7 @@ pub async fn heartbeat(
         client_id,
         host,
         rack: req.rack_id.as_ref().map(|x| x.to_string()),
+        session_timeout: settings.session_timeout,
     };
     match ctx.shares.beat(beat, Instant::now()) {
         BeatOutcome::Err(code) => r.with_error_code(code),

@@ -6,6 +6,7 @@
 //! closed meanwhile (it is released at once).
 
 use crate::errors::*;
+use crate::group_configs::{share_settings, ShareSettings};
 use crate::share::release;
 use crate::share_ack::{batches_of, settle_request, AckBatches};
 use crate::share_groups::{Held, SharePart};
@@ -73,10 +74,17 @@ struct Got {
 }
 
 /// Acquire from every partition of the session that this member holds no live lease on,
-/// waiting up to `wait` for something to arrive.
-async fn acquire(ctx: &Ctx, group: &str, member: &str, max_records: i32, wait: Duration) -> HashMap<SharePart, Got> {
+/// waiting up to `wait` for something to arrive, under the group's lock time and from
+/// where its `share.auto.offset.reset` says on a topic it has not read before (D67).
+async fn acquire(
+    ctx: &Ctx,
+    (group, member): (&str, &str),
+    max_records: i32,
+    wait: Duration,
+    settings: &ShareSettings,
+) -> HashMap<SharePart, Got> {
     let deadline = Instant::now() + wait;
-    let lock = ctx.cfg.share_record_lock;
+    let lock = settings.lock;
     let lease_secs = lock.as_millis().div_ceil(1000).max(1) as u64;
     let mut out: HashMap<SharePart, Got> = HashMap::new();
     loop {
@@ -112,7 +120,7 @@ async fn acquire(ctx: &Ctx, group: &str, member: &str, max_records: i32, wait: D
                 group: Some(group.to_string()),
                 batch: per,
                 lease_secs: Some(lease_secs),
-                from_ts: None,
+                from_ts: settings.reset.start_ts(),
                 auto_ack: false,
                 conflate: false,
             })
@@ -176,14 +184,15 @@ fn leader(ctx: &Ctx) -> LeaderIdAndEpoch {
 }
 
 pub async fn fetch(ctx: &Ctx, req: ShareFetchRequest) -> ShareFetchResponse {
-    let lock_ms = ctx.cfg.share_record_lock.as_millis().min(i32::MAX as u128) as i32;
-    let r = ShareFetchResponse::default().with_acquisition_lock_timeout_ms(lock_ms);
+    let r = ShareFetchResponse::default();
     let (Some(group), Some(member)) = (req.group_id.as_ref(), req.member_id.as_ref()) else {
         return r
             .with_error_code(INVALID_REQUEST)
             .with_error_message(Some(s("a share fetch names its group and member")));
     };
     let (group, member) = (group.to_string(), member.to_string());
+    let settings = share_settings(ctx, &group).await;
+    let r = r.with_acquisition_lock_timeout_ms(settings.lock.as_millis().min(i32::MAX as u128) as i32);
     let epoch = req.share_session_epoch;
     let acks: Vec<(SharePart, AckBatches)> = req
         .topics
@@ -263,7 +272,7 @@ pub async fn fetch(ctx: &Ctx, req: ShareFetchRequest) -> ShareFetchResponse {
     if epoch != -1 {
         let max = if req.max_records <= 0 { DEFAULT_MAX_RECORDS } else { req.max_records.min(MAX_RECORDS) };
         let wait = Duration::from_millis(req.max_wait_ms.max(0) as u64).min(ctx.cfg.max_fetch_wait);
-        got = acquire(ctx, &group, &member, max, wait).await;
+        got = acquire(ctx, (&group, &member), max, wait, &settings).await;
     }
     // Partitions the session names whose topic is gone.
     if epoch != -1 {

@@ -107,6 +107,8 @@ pub struct Beat<'a> {
     pub client_id: &'a str,
     pub host: &'a str,
     pub rack: Option<String>,
+    /// The group's `share.session.timeout.ms` (D67).
+    pub session_timeout: Duration,
 }
 
 /// The answer to a heartbeat: the member's epoch and, when it changed, its assignment.
@@ -157,7 +159,7 @@ impl Shares {
             return BeatOutcome::Err(GROUP_MAX_SIZE_REACHED);
         }
         let group = g.groups.entry(b.group.to_string()).or_default();
-        let deadline = now + self.limits.session_timeout;
+        let deadline = now + b.session_timeout;
         let member = match group.members.get_mut(b.member) {
             Some(m) if b.epoch == 0 => {
                 // A rejoin: whatever it had, it gets its assignment again.
@@ -347,6 +349,7 @@ mod tests {
             client_id: "c",
             host: "h",
             rack: None,
+            session_timeout: Duration::from_secs(45),
         }
     }
 
@@ -370,7 +373,7 @@ mod tests {
         let limits = ShareLimits { session_timeout: Duration::from_millis(100), ..Default::default() };
         let s = Shares::new(limits);
         let now = Instant::now();
-        s.beat(beat("g", "m", 0, &[0]), now);
+        s.beat(Beat { session_timeout: Duration::from_millis(100), ..beat("g", "m", 0, &[0]) }, now);
         s.open("g", "m", BTreeSet::from([(Uuid::from_u128(7), 0)]), now).unwrap();
         s.update("g", "m", |x| {
             x.held.insert(

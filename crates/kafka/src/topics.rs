@@ -407,9 +407,24 @@ pub async fn describe_configs(ctx: &Ctx, req: DescribeConfigsRequest, version: i
             .into_iter()
             .map(|(k, v)| (k, v, false))
             .collect(),
+            crate::admin::RESOURCE_GROUP => match crate::group_configs::configs(ctx, &res.resource_name).await {
+                // As Kafka: any group id is described, with the defaults until one is set.
+                Ok(m) => crate::group_configs::GROUP_CONFIGS
+                    .iter()
+                    .map(|k| match m.get(*k) {
+                        Some(v) => (*k, v.clone(), true),
+                        None => (*k, crate::group_configs::default_of(ctx, k), false),
+                    })
+                    .collect(),
+                Err(e) => {
+                    r.error_code = code_of(&e);
+                    out.push(r);
+                    continue;
+                }
+            },
             _ => {
                 r.error_code = INVALID_REQUEST;
-                r.error_message = Some(s("only topic and broker configs are described"));
+                r.error_message = Some(s("only topic, broker and group configs are described"));
                 out.push(r);
                 continue;
             }
@@ -417,16 +432,23 @@ pub async fn describe_configs(ctx: &Ctx, req: DescribeConfigsRequest, version: i
         // Null or empty both mean "all of them", as in Kafka.
         let keys = res.configuration_keys.as_ref().filter(|k| !k.is_empty());
         let topic = res.resource_type == RESOURCE_TOPIC;
+        let group = res.resource_type == crate::admin::RESOURCE_GROUP;
         r.configs = configs
             .into_iter()
             .filter(|(k, _, _)| keys.is_none_or(|ks| ks.iter().any(|x| x.as_str() == *k)))
             .map(|(k, v, set)| {
-                // Sources: 1 a topic's own config (DYNAMIC_TOPIC_CONFIG), 5 the default.
+                // Sources: 1 a topic's own config (DYNAMIC_TOPIC_CONFIG), 8 a group's
+                // (GROUP_CONFIG), 5 the default.
+                let source = match (set, group) {
+                    (false, _) => 5,
+                    (true, false) => 1,
+                    (true, true) => 8,
+                };
                 let mut c = DescribeConfigsResourceResult::default()
                     .with_name(s(k))
                     .with_value(Some(s(v)))
-                    .with_read_only(!topic)
-                    .with_config_source(if set { 1 } else { 5 });
+                    .with_read_only(!topic && !group)
+                    .with_config_source(source);
                 if version >= 3 {
                     c.config_type = 2;
                 }

@@ -30,6 +30,8 @@ pub struct BatchKind {
 struct Rec {
     offset: u64,
     key: Option<(usize, usize)>,
+    /// A null value: the record deletes its key.
+    tombstone: bool,
     bytes: (usize, usize),
 }
 
@@ -99,19 +101,21 @@ fn parse(batch: &[u8]) -> Result<Parsed, WireError> {
         r.varint()?; // timestamp delta
         let offset = (header.base_offset as u64).wrapping_add(r.varint()? as u64);
         let key = r.field()?;
-        recs.push(Rec { offset, key, bytes: (at, end) });
+        let tombstone = r.field()?.is_none();
+        recs.push(Rec { offset, key, tombstone, bytes: (at, end) });
         at = end;
     }
     Ok(Parsed { header, attrs, records, recs })
 }
 
-/// Call `f(offset, key)` for every record of one whole batch; says what kind it is.
-pub fn keys_of(batch: &[u8], mut f: impl FnMut(u64, Option<&[u8]>)) -> Result<BatchKind, WireError> {
+/// Call `f(offset, key, tombstone)` for every record of one whole batch (a tombstone's
+/// value is null); says what kind of batch it is.
+pub fn keys_of(batch: &[u8], mut f: impl FnMut(u64, Option<&[u8]>, bool)) -> Result<BatchKind, WireError> {
     let p = parse(batch)?;
     let kind = BatchKind { control: p.attrs & ATTR_CONTROL != 0, transactional: p.attrs & ATTR_TRANSACTIONAL != 0 };
     if !kind.control {
         for r in &p.recs {
-            f(r.offset, r.key.map(|(s, e)| &p.records[s..e]));
+            f(r.offset, r.key.map(|(s, e)| &p.records[s..e]), r.tombstone);
         }
     }
     Ok(kind)
@@ -194,7 +198,7 @@ mod tests {
     fn kept_records_keep_their_offsets_and_the_batch_its_span() {
         let b = keyed(&["a", "b", "a", "c"], 100);
         let mut seen = Vec::new();
-        let kind = keys_of(&b, |o, k| seen.push((o, k.map(<[u8]>::to_vec)))).unwrap();
+        let kind = keys_of(&b, |o, k, _| seen.push((o, k.map(<[u8]>::to_vec)))).unwrap();
         assert_eq!(kind, BatchKind { control: false, transactional: false });
         assert_eq!(seen[2], (102, Some(b"a".to_vec())));
         let out = without(&b, |o| o != 100 && o != 101).unwrap().expect("two dropped");
@@ -224,7 +228,7 @@ mod tests {
         for c in [Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
             let b = kafka_batch(c, &[Some("k1"), None, Some("k2"), Some("k1")], 40);
             let mut keys = Vec::new();
-            keys_of(&b, |o, k| keys.push((o, k.map(<[u8]>::to_vec)))).unwrap();
+            keys_of(&b, |o, k, _| keys.push((o, k.map(<[u8]>::to_vec)))).unwrap();
             assert_eq!(keys[1], (41, None), "{c:?}");
             let out = without(&b, |o| o != 40).unwrap().unwrap();
             assert_eq!(i16::from_be_bytes([out[21], out[22]]), i16::from_be_bytes([b[21], b[22]]), "{c:?}");
@@ -237,13 +241,13 @@ mod tests {
     #[test]
     fn control_batches_are_never_rewritten_and_bad_bytes_are_refused() {
         let m = crate::records::control_batch(3, 0, true, 1);
-        let kind = keys_of(&m, |_, _| panic!("a marker has no key")).unwrap();
+        let kind = keys_of(&m, |_, _, _| panic!("a marker has no key")).unwrap();
         assert!(kind.control && kind.transactional);
         assert!(without(&m, |_| false).unwrap().is_none());
         let mut b = keyed(&["a"], 0);
         let n = b.len();
         b[n - 1] ^= 1;
-        assert!(keys_of(&b, |_, _| {}).is_err(), "crc");
+        assert!(keys_of(&b, |_, _, _| {}).is_err(), "crc");
         let two = [keyed(&["a"], 0), keyed(&["b"], 1)].concat();
         assert!(without(&two, |_| false).is_err(), "one batch at a time");
     }

@@ -6,12 +6,16 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicIdPartition;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
 /**
@@ -40,13 +44,30 @@ final class Share {
     }
 
     /**
+     * Sets the group's share.auto.offset.reset to earliest, as a Kafka user does before a
+     * new share group reads what was written before it joined (the default is latest, on
+     * Apache Kafka and on Baton).
+     */
+    static void fromEarliest(Main.Env env) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", env.bootstrap());
+        try (Admin a = Admin.create(p)) {
+            ConfigResource g = new ConfigResource(ConfigResource.Type.GROUP, env.group());
+            AlterConfigOp op = new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"),
+                    AlterConfigOp.OpType.SET);
+            a.incrementalAlterConfigs(Map.of(g, List.of(op))).all().get();
+        }
+    }
+
+    /**
      * The share-consume benchmark (docs/benchmarks/kafka-share.md): BATON_SHARE_CONSUMERS
      * members (threads) accept every record of TOPIC one by one (explicit mode; the
      * acknowledgements ride on the next fetch) until BATON_SHARE_COUNT are accepted in
      * all. Prints "share_bench N records in S s = R msg/s", timed from the first record
      * to the last acknowledgement committed.
      */
-    static void bench(Main.Env env) throws InterruptedException {
+    static void bench(Main.Env env) throws Exception {
+        fromEarliest(env);
         long want = Long.parseLong(System.getenv().getOrDefault("BATON_SHARE_COUNT", "100000"));
         int threads = Integer.parseInt(System.getenv().getOrDefault("BATON_SHARE_CONSUMERS", "1"));
         java.util.concurrent.atomic.AtomicLong done = new java.util.concurrent.atomic.AtomicLong();
@@ -95,7 +116,8 @@ final class Share {
         System.out.printf("share_bench %d records in %.3f s = %.0f msg/s%n", done.get(), secs, done.get() / secs);
     }
 
-    static void compete(Main.Env env) {
+    static void compete(Main.Env env) throws Exception {
+        fromEarliest(env);
         String stop = System.getenv("BATON_SHARE_STOP");
         Main.check(stop != null, "BATON_SHARE_STOP names the file that ends the run");
         Properties p = new Properties();
