@@ -1,5 +1,7 @@
 //! Log compaction of `cleanup.policy=compact` topics (issue 15, D50): the latest record
-//! per key is kept, older ones with the same key are dropped from closed segments.
+//! per key is kept, older ones with the same key are dropped from closed segments (and a
+//! latest tombstone once past `delete.retention.ms`, D68); consecutive closed segments
+//! that fit in one are merged (D69).
 //!
 //! Owns choosing what to compact (on the planner, from what it already holds: no I/O), the
 //! compactor thread that reads and rewrites segment files off the planner, and handing a
@@ -48,6 +50,7 @@ pub struct JobSeg {
     pub gen: u32,
     pub len: u64,
     pub batches: u64,
+    pub msgs: u64,
 }
 
 /// One pass over one partition's closed segments.
@@ -61,18 +64,22 @@ pub struct Job {
     /// A tombstone that is its key's latest goes too when its batch was written before
     /// this (the topic's `delete.retention.ms`, D68); 0 keeps every tombstone.
     pub tombstones_before: crate::model::Micros,
+    /// Consecutive segments whose bytes together stay within this are merged into one
+    /// (D69); 0 merges nothing.
+    pub segment_bytes: u64,
 }
 
-/// A segment rewritten under its next generation, for the planner to swap in.
+/// One or more consecutive segments rewritten as one, under the first one's base and next
+/// generation, for the planner to swap in.
 #[derive(Debug, Clone)]
 pub struct Rewritten {
     pub part: u32,
     pub dir: PathBuf,
     pub base: u64,
-    pub old_gen: u32,
+    /// The segments it replaces, as the pass read them: (base, generation, batches).
+    pub olds: Vec<(u64, u32, u64)>,
     pub new_gen: u32,
     pub len: u64,
-    pub batches: u64,
     /// Records dropped and bytes freed, counted once the planner swaps it in.
     pub removed: u64,
     pub reclaimed: u64,
@@ -226,7 +233,8 @@ impl State {
                 let Some((segs, through)) = f.compaction_segments(upto, settled_before) else { continue };
                 f.compacted_through = through;
                 let (part, dir) = f.job_target();
-                c.offer(Job { part, dir, segs, aborted, tombstones_before });
+                let segment_bytes = self.storage.segment_bytes;
+                c.offer(Job { part, dir, segs, aborted, tombstones_before, segment_bytes });
                 return;
             }
         }
@@ -318,82 +326,113 @@ pub fn compact(job: &Job, max_keys: usize, stats: &CompactStats) -> io::Result<V
     if capped {
         stats.capped_passes.fetch_add(1, Relaxed);
     }
+    let drop = |txn: bool, o: u64, k: Option<&[u8]>| {
+        k.is_some_and(|k| {
+            !(txn && aborted(o)) && latest.get(&hash.of(k)).is_some_and(|(l, gone)| *l > o || (*l == o && *gone))
+        })
+    };
+    // D69: consecutive segments whose bytes (as they are now, before this pass drops
+    // anything) fit in one segment are written as one, so a compacted topic does not keep
+    // a segment's three files for every segment it ever closed.
     let mut out = Vec::new();
+    let mut group: Vec<&JobSeg> = Vec::new();
     for s in &job.segs {
-        let drop = |txn: bool, o: u64, k: Option<&[u8]>| {
-            k.is_some_and(|k| {
-                !(txn && aborted(o)) && latest.get(&hash.of(k)).is_some_and(|(l, gone)| *l > o || (*l == o && *gone))
-            })
-        };
-        out.extend(rewrite(job, s, &drop)?);
+        let bytes: u64 = group.iter().map(|g| g.len).sum();
+        if !group.is_empty() && bytes + s.len > job.segment_bytes {
+            out.extend(rewrite(job, &group, &drop)?);
+            group.clear();
+        }
+        group.push(s);
+    }
+    if !group.is_empty() {
+        out.extend(rewrite(job, &group, &drop)?);
     }
     Ok(out)
 }
 
-/// Segment `s` rewritten under its next generation without the records `drop` names, or
-/// `None` when it drops none (nothing is written then).
 /// Whether a record goes: (its batch is transactional, offset, key).
 type Drops<'a> = dyn Fn(bool, u64, Option<&[u8]>) -> bool + 'a;
 
-fn rewrite(job: &Job, s: &JobSeg, drop: &Drops) -> io::Result<Option<Rewritten>> {
-    let mut drops: HashMap<u64, HashSet<u64>> = HashMap::new();
-    each_batch(job, s, |i, _, b| {
-        let (mut d, txn) = (HashSet::new(), transactional(b));
-        baton_wire::compact::keys_of(b, |o, k, _| {
-            if drop(txn, o, k) {
-                d.insert(o);
+/// The consecutive segments `group` rewritten as one under the first one's base and next
+/// generation, without the records `drop` names; `None` when it is one segment that drops
+/// none (nothing is written then).
+fn rewrite(job: &Job, group: &[&JobSeg], drop: &Drops) -> io::Result<Option<Rewritten>> {
+    // (segment in the group, batch) -> offsets dropped
+    let mut drops: HashMap<(usize, u64), HashSet<u64>> = HashMap::new();
+    for (n, s) in group.iter().enumerate() {
+        each_batch(job, s, |i, _, b| {
+            let (mut d, txn) = (HashSet::new(), transactional(b));
+            baton_wire::compact::keys_of(b, |o, k, _| {
+                if drop(txn, o, k) {
+                    d.insert(o);
+                }
+            })
+            .map_err(invalid)?;
+            if !d.is_empty() {
+                drops.insert((n, i), d);
             }
-        })
-        .map_err(invalid)?;
-        if !d.is_empty() {
-            drops.insert(i, d);
-        }
-        Ok(())
-    })?;
-    if drops.is_empty() {
+            Ok(())
+        })?;
+    }
+    if drops.is_empty() && group.len() == 1 {
         return Ok(None);
     }
-    let gen = s.gen + 1;
-    let path = |k| file_path(&job.dir, s.base, gen, k);
+    let first = group[0];
+    let gen = first.gen + 1;
+    let path = |k| file_path(&job.dir, first.base, gen, k);
     let mut seg = BufWriter::with_capacity(1 << 20, File::create(path(Kind::Seg))?);
     let mut idx = BufWriter::new(File::create(path(Kind::Idx))?);
     let (mut pos, mut removed, mut rec_bytes) = (0u64, 0u64, Vec::with_capacity(REC as usize));
-    each_batch(job, s, |i, rec, b| {
-        let bytes = match drops.get(&i) {
-            Some(d) => {
-                removed += d.len() as u64;
-                baton_wire::compact::without(b, |o| !d.contains(&o)).map_err(invalid)?
-            }
-            None => None,
-        };
-        let bytes = bytes.as_deref().unwrap_or(b);
-        seg.write_all(bytes)?;
-        let len = u32::try_from(bytes.len()).map_err(invalid)?;
-        rec_bytes.clear();
-        BatchRec { pos, len, ..*rec }.encode(&mut rec_bytes);
-        idx.write_all(&rec_bytes)?;
-        pos += u64::from(len);
-        Ok(())
-    })?;
+    for (n, s) in group.iter().enumerate() {
+        each_batch(job, s, |i, rec, b| {
+            let bytes = match drops.get(&(n, i)) {
+                Some(d) => {
+                    removed += d.len() as u64;
+                    baton_wire::compact::without(b, |o| !d.contains(&o)).map_err(invalid)?
+                }
+                None => None,
+            };
+            let bytes = bytes.as_deref().unwrap_or(b);
+            seg.write_all(bytes)?;
+            let len = u32::try_from(bytes.len()).map_err(invalid)?;
+            rec_bytes.clear();
+            BatchRec { pos, len, ..*rec }.encode(&mut rec_bytes);
+            idx.write_all(&rec_bytes)?;
+            pos += u64::from(len);
+            Ok(())
+        })?;
+    }
     seg.into_inner().map_err(|e| e.into_error())?;
     idx.into_inner().map_err(|e| e.into_error())?;
-    // The transaction-id records are by offset and do not change: the same file, linked.
+    // The transaction-id records are by offset and do not change: one segment's file is
+    // linked; merged segments' are their files one after the other (offsets run on).
     let txid = path(Kind::Txid);
     match fs::remove_file(&txid) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
         _ => {}
     }
-    fs::hard_link(file_path(&job.dir, s.base, s.gen, Kind::Txid), &txid)?;
+    if let [s] = group {
+        fs::hard_link(file_path(&job.dir, s.base, s.gen, Kind::Txid), &txid)?;
+    } else {
+        let mut w = BufWriter::new(File::create(&txid)?);
+        for s in group {
+            let want = s.msgs * crate::index::TXID;
+            let got = io::copy(&mut File::open(file_path(&job.dir, s.base, s.gen, Kind::Txid))?.take(want), &mut w)?;
+            if got != want {
+                return Err(invalid(format!("segment {} has {got} bytes of txid records, not {want}", s.base)));
+            }
+        }
+        w.into_inner().map_err(|e| e.into_error())?;
+    }
     Ok(Some(Rewritten {
         part: job.part,
         dir: job.dir.clone(),
-        base: s.base,
-        old_gen: s.gen,
+        base: first.base,
+        olds: group.iter().map(|s| (s.base, s.gen, s.batches)).collect(),
         new_gen: gen,
         len: pos,
-        batches: s.batches,
         removed,
-        reclaimed: s.len.saturating_sub(pos),
+        reclaimed: group.iter().map(|s| s.len).sum::<u64>().saturating_sub(pos),
     }))
 }
 

@@ -55,21 +55,22 @@ fn read(f: &PartitionFiles) -> Vec<(u64, String)> {
 }
 
 fn run(f: &mut PartitionFiles, upto: u64, aborted: BTreeMap<u64, u64>) -> (Vec<Rewritten>, Vec<PathBuf>) {
-    run_at(f, upto, aborted, 0)
+    run_at(f, upto, aborted, 0, 0)
 }
 
 /// A pass that drops the tombstones (each its key's latest) of batches stamped before
-/// `tombstones_before`.
+/// `tombstones_before` and merges segments that fit in `segment_bytes` together.
 fn run_at(
     f: &mut PartitionFiles,
     upto: u64,
     aborted: BTreeMap<u64, u64>,
     tombstones_before: u64,
+    segment_bytes: u64,
 ) -> (Vec<Rewritten>, Vec<PathBuf>) {
     let (segs, through) = f.compaction_segments(upto, u64::MAX).expect("closed segments to read");
     f.compacted_through = through;
     let (part, dir) = f.job_target();
-    let job = Job { part, dir, segs, aborted, tombstones_before };
+    let job = Job { part, dir, segs, aborted, tombstones_before, segment_bytes };
     let stats = CompactStats::default();
     let done = compact(&job, 100, &stats).unwrap();
     let mut old = Vec::new();
@@ -130,7 +131,7 @@ fn aborted_records_are_nobodys_latest_and_a_changed_segment_is_not_swapped() {
     let mut g = partition(4, &d.path().join("g"), &st, &batches);
     let (segs, _) = g.compaction_segments(u64::MAX, u64::MAX).unwrap();
     let (part, dir) = g.job_target();
-    let job = Job { part, dir, segs, aborted: BTreeMap::new(), tombstones_before: 0 };
+    let job = Job { part, dir, segs, aborted: BTreeMap::new(), tombstones_before: 0, segment_bytes: 0 };
     let done = compact(&job, 100, &CompactStats::default()).unwrap();
     assert_eq!(done.len(), 1);
     g.retire_below(2);
@@ -145,7 +146,7 @@ fn a_pass_tracks_at_most_max_keys_and_keeps_what_it_did_not_track() {
     let f = partition(3, d.path(), &st, &batches);
     let (segs, _) = f.compaction_segments(u64::MAX, u64::MAX).unwrap();
     let (part, dir) = f.job_target();
-    let job = Job { part, dir, segs, aborted: BTreeMap::new(), tombstones_before: 0 };
+    let job = Job { part, dir, segs, aborted: BTreeMap::new(), tombstones_before: 0, segment_bytes: 0 };
     let stats = CompactStats::default();
     let done = compact(&job, 1, &stats).unwrap();
     assert_eq!(stats.capped_passes.load(Relaxed), 1);
@@ -213,14 +214,52 @@ fn a_tombstone_goes_once_older_than_delete_retention_and_young_segments_wait() {
     // delete.retention.ms not passed (the tombstone is stamped 11, not before 11): it stays,
     // as the latest of its key, and a=1 goes.
     let mut f = with_a_tombstone(4, &d.path().join("keep"), &st);
-    run_at(&mut f, u64::MAX, BTreeMap::new(), 11);
+    run_at(&mut f, u64::MAX, BTreeMap::new(), 11, 0);
     assert_eq!(read(&f), [(2, "a"), (3, "b"), (4, "x")].map(|(o, k)| (o, k.to_string())));
 
     // Passed: the tombstone goes with everything its key had; the other keys are untouched.
     let mut f = with_a_tombstone(5, &d.path().join("drop"), &st);
-    let (done, _) = run_at(&mut f, u64::MAX, BTreeMap::new(), 12);
+    let (done, _) = run_at(&mut f, u64::MAX, BTreeMap::new(), 12, 0);
     assert_eq!(read(&f), [(3, "b"), (4, "x")].map(|(o, k)| (o, k.to_string())));
     assert_eq!(done.iter().map(|r| r.removed).sum::<u64>(), 3);
     // Offsets still resolve: the emptied batch keeps its span.
     assert_eq!(f.find(2).unwrap().unwrap().rec.base, 2);
+}
+
+#[test]
+fn closed_segments_that_fit_in_one_are_merged_and_everything_still_resolves() {
+    let d = tempfile::tempdir().unwrap();
+    let st = store();
+    let batches: [(&[&str], bool); 5] =
+        [(&["a", "b", "-"], false), (&["a", "c"], false), (&["b", "b"], false), (&["c"], false), (&["a"], false)];
+    let mut f = partition(3, d.path(), &st, &batches);
+    let before: Vec<u64> = (0..9).map(|o| f.txid_at(o).unwrap().unwrap()).collect();
+    let (done, old) = run_at(&mut f, u64::MAX, BTreeMap::new(), 0, 1 << 20);
+    // The four closed segments are one now; the active one is untouched.
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].olds.len(), 4);
+    assert_eq!(old.len(), 12, "three files of each merged segment");
+    let marks = f.marks();
+    assert_eq!(
+        marks.iter().map(|m| (m.base, m.gen, m.batches, m.msgs)).collect::<Vec<_>>(),
+        [(0, 1, 4, 8), (8, 0, 1, 1)]
+    );
+    assert_eq!(read(&f), [(2, "-"), (3, "a"), (6, "b"), (7, "c"), (8, "a")].map(|(o, k)| (o, k.to_string())));
+    // Every offset resolves to its batch and keeps its transaction-id record.
+    assert_eq!(f.find(4).unwrap().unwrap().rec.base, 3);
+    assert_eq!(f.find(6).unwrap().unwrap().rec.base, 5);
+    assert_eq!((0..9).map(|o| f.txid_at(o).unwrap().unwrap()).collect::<Vec<_>>(), before);
+    assert!(f.first_at_or_after(12).unwrap().is_some_and(|r| r.base == 5));
+    // Recovery from the marks reads the same, and deleted what the marks do not name.
+    let r = PartitionFiles::restore(3, d.path().to_path_buf(), 1 << 20, st.clone(), &marks).unwrap();
+    assert_eq!(read(&r), read(&f));
+    assert!(old.iter().all(|p| !p.exists()));
+    // A merge of segments a reader changed since the pass is refused.
+    let mut g = partition(4, &d.path().join("g"), &st, &batches);
+    let (segs, _) = g.compaction_segments(u64::MAX, u64::MAX).unwrap();
+    let (part, dir) = g.job_target();
+    let job = Job { part, dir, segs, aborted: BTreeMap::new(), tombstones_before: 0, segment_bytes: 1 << 20 };
+    let done = compact(&job, 100, &CompactStats::default()).unwrap();
+    g.retire_below(3);
+    assert!(g.swap(&done[0]).is_none(), "the merge's first segment was retired");
 }

@@ -24,7 +24,7 @@ impl PartitionFiles {
             if next.base > upto || s.pinned.is_some() || !in_files || s.index.last_ts >= settled_before {
                 break;
             }
-            out.push(JobSeg { base: s.base, gen: s.gen, len: s.len, batches: s.index.batches });
+            out.push(JobSeg { base: s.base, gen: s.gen, len: s.len, batches: s.index.batches, msgs: s.index.msgs });
             through = next.base;
         }
         (through > self.compacted_through).then_some((out, through))
@@ -35,21 +35,37 @@ impl PartitionFiles {
         (self.part, self.dir.clone())
     }
 
-    /// Put a rewritten segment in place of the one the pass read; its old files, to delete
-    /// once a checkpoint no longer names them. `None` when that segment is gone or changed.
+    /// Put a rewritten segment in place of the one or more (consecutive) segments the pass
+    /// read; their old files, to delete once a checkpoint no longer names them. `None` when
+    /// any of them is gone, changed, pinned or no longer closed.
     pub fn swap(&mut self, r: &Rewritten) -> Option<Vec<PathBuf>> {
         let last = self.segments.len().checked_sub(1)?;
-        let i = self.segments[..last].iter().position(|s| s.base == r.base && s.gen == r.old_gen)?;
-        let s = &mut self.segments[i];
-        if s.index.batches != r.batches {
+        let (base0, gen0, _) = *r.olds.first()?;
+        let i = self.segments[..last].iter().position(|s| s.base == base0 && s.gen == gen0)?;
+        let olds = self.segments.get(i..i + r.olds.len()).filter(|_| i + r.olds.len() <= last)?;
+        let same = olds.iter().zip(&r.olds).all(|(s, (base, gen, batches))| {
+            s.base == *base && s.gen == *gen && s.index.batches == *batches && s.pinned.is_none()
+        });
+        if !same || r.base != base0 {
             return None;
         }
-        let old = Kind::ALL.map(|k| file_path(&self.dir, s.base, s.gen, k)).to_vec();
-        self.store.forget(self.part, s.base, s.gen);
-        s.gen = r.new_gen;
-        s.len = r.len;
-        s.index = SegIndex::restored(s.index.batches, s.index.msgs, s.index.first_ts, s.index.last_ts);
-        s.dirty = true;
+        let batches = olds.iter().map(|s| s.index.batches).sum();
+        let msgs = olds.iter().map(|s| s.index.msgs).sum();
+        let (first_ts, last_ts) = (olds[0].index.first_ts, olds[olds.len() - 1].index.last_ts);
+        let mut old = Vec::with_capacity(3 * olds.len());
+        for s in olds {
+            old.extend(Kind::ALL.map(|k| file_path(&self.dir, s.base, s.gen, k)));
+            self.store.forget(self.part, s.base, s.gen);
+        }
+        let merged = Segment {
+            base: base0,
+            gen: r.new_gen,
+            len: r.len,
+            index: SegIndex::restored(batches, msgs, first_ts, last_ts),
+            dirty: true,
+            pinned: None,
+        };
+        self.segments.splice(i..i + r.olds.len(), [merged]);
         self.dir_dirty = true;
         self.note_checkpoint();
         Some(old)
