@@ -172,3 +172,28 @@ fn bad_changes_are_refused_whole_and_the_configs_survive_a_restart() {
     assert_eq!(d["share.auto.offset.reset"], ("earliest".to_string(), 8));
     assert_eq!(d["share.session.timeout.ms"], ("50000".to_string(), 8));
 }
+
+#[test]
+fn two_admins_changing_one_group_at_once_lose_neither_change() {
+    let (_s, port) = Server::start_kafka(&[]);
+    // Each admin sets its own config of the same group, over and over, at the same time:
+    // a read-modify-write without the compare-and-set would lose one side's latest value.
+    let admins: Vec<_> = [("share.session.timeout.ms", 45_000), ("share.heartbeat.interval.ms", 5_000)]
+        .into_iter()
+        .map(|(config, start)| {
+            std::thread::spawn(move || {
+                let mut k = Kafka::connect(port);
+                for i in 0..60 {
+                    let v = (start + i).to_string();
+                    assert_eq!(alter_group_config(&mut k, "g-both", config, Some(&v)), (0, None), "{config}={v}");
+                }
+                (config, (start + 59).to_string())
+            })
+        })
+        .collect();
+    let mut k = Kafka::connect(port);
+    for a in admins {
+        let (config, last) = a.join().unwrap();
+        assert_eq!(describe(&mut k, "g-both")[config], (last, 8), "{config}'s last change was lost");
+    }
+}

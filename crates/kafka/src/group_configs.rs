@@ -28,7 +28,7 @@ pub const REFRESH: Duration = Duration::from_secs(1);
 /// Groups whose configs are cached; past it the cache starts over.
 const MAX_CACHED: usize = 100_000;
 /// Tries of a compare-and-set that lost to a concurrent change.
-const CAS_TRIES: usize = 8;
+const CAS_TRIES: usize = 32;
 
 /// The group configs a client may set, with Kafka's defaults (`share.record.lock.duration.ms`
 /// is `--kafka-share-record-lock-ms`). The `consumer.*` ones belong to KIP-848 groups, which
