@@ -108,6 +108,10 @@ async fn follow(
     loop {
         let m = metrics.borrow_and_update().clone();
         let leads = m.state.is_leader() && m.current_leader == Some(id);
+        if leading && !leads {
+            // A test widens the window between a lost term and its rebuild, to stop inside it.
+            baton_core::failpoint::pause("member.step_down");
+        }
         let stop = stopping.load(std::sync::atomic::Ordering::Acquire);
         // Stopping: only a rebuild still owed (a term lost, or a proposal) is done first.
         let owed = log.is_lost() || (leading && !leads);
@@ -190,6 +194,7 @@ async fn rebuild(engine: &Engine, node: &Arc<Node<EngineApplier>>) -> Result<(),
     let node = Arc::clone(node);
     tokio::task::spawn_blocking(move || {
         node.machine.with_applied(|_, applied| {
+            baton_core::failpoint::pause("member.rebuild");
             let from = engine.rebuild()? + 1;
             let upto = applied.map_or(0, |a| a.index + 1);
             let mut at = from;
