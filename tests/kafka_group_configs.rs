@@ -197,3 +197,16 @@ fn two_admins_changing_one_group_at_once_lose_neither_change() {
         assert_eq!(describe(&mut k, "g-both")[config], (last, 8), "{config}'s last change was lost");
     }
 }
+
+#[test]
+fn a_value_past_1_kib_is_refused_even_when_it_parses() {
+    let (_s, port) = Server::start_kafka(&[]);
+    let mut k = Kafka::connect(port);
+    // A valid duration padded with zeros: one second, in 2 KiB that would be stored per group
+    // and held in every node's cache.
+    let padded = format!("by_duration:PT{}1S", "0".repeat(2048));
+    let (code, msg) = alter_group_config(&mut k, "g-big", "share.auto.offset.reset", Some(&padded));
+    assert_eq!(code, INVALID_CONFIG);
+    assert!(msg.unwrap_or_default().contains("at most 1024"));
+    assert_eq!(describe(&mut k, "g-big")["share.auto.offset.reset"], ("latest".to_string(), 5), "nothing stored");
+}

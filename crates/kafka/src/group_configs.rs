@@ -25,8 +25,12 @@ pub use baton_core::kv::KAFKA_GROUP_CONFIGS as NS;
 /// How long the share door trusts a cached group config (a change made through this node is
 /// seen at once; one made through another leader before a leader change, within this).
 pub const REFRESH: Duration = Duration::from_secs(1);
-/// Groups whose configs are cached; past it the cache starts over.
-const MAX_CACHED: usize = 100_000;
+/// Groups whose configs are cached; past it the cache starts over. With values of at most
+/// [`MAX_VALUE`] bytes, seven configs and names of at most 1 KiB, about 80 MB at worst.
+const MAX_CACHED: usize = 10_000;
+/// Bytes of one config value (as a topic config's): every valid value is far shorter, but
+/// `by_duration:PT000…1S` parses whatever its length, and would be stored and cached.
+const MAX_VALUE: usize = 1024;
 /// Tries of a compare-and-set that lost to a concurrent change.
 const CAS_TRIES: usize = 32;
 
@@ -80,6 +84,9 @@ pub enum AlterError {
 
 /// Checks one value of a known config.
 pub fn check(name: &str, value: &str) -> Result<(), Refusal> {
+    if value.len() > MAX_VALUE {
+        return Err(format!("{name}: a value of {} bytes (at most {MAX_VALUE})", value.len()));
+    }
     match name {
         "share.auto.offset.reset" => match value {
             "latest" | "earliest" => Ok(()),
@@ -343,6 +350,9 @@ mod tests {
         assert!(check("share.record.lock.duration.ms", "10").is_err());
         assert!(check("share.record.lock.duration.ms", "-1").is_err());
         assert!(check("share.isolation.level", "read_committed").is_ok());
+        let padded = format!("by_duration:PT{}1S", "0".repeat(MAX_VALUE));
+        assert!(iso_duration(&padded["by_duration:".len()..]).is_some(), "it parses, so only the length refuses it");
+        assert!(check("share.auto.offset.reset", &padded).unwrap_err().contains("at most"));
         let set = |n: &str, v: &str| (n.to_string(), ConfigOp::Set(v.to_string()));
         let now = changed(&BTreeMap::new(), &[set("share.auto.offset.reset", "earliest")]).unwrap();
         assert_eq!(now["share.auto.offset.reset"], "earliest");
@@ -353,5 +363,15 @@ mod tests {
         assert!(gone.is_empty());
         let append = [("share.auto.offset.reset".to_string(), ConfigOp::Append("x".into()))];
         assert!(changed(&now, &append).is_err());
+    }
+
+    #[test]
+    fn the_cache_holds_at_most_max_cached_groups() {
+        let c = GroupConfigCache::default();
+        for i in 0..MAX_CACHED + 5 {
+            c.put(&format!("g{i}"), BTreeMap::new());
+            assert!(c.0.lock().len() <= MAX_CACHED);
+        }
+        assert!(c.0.lock().contains_key(&format!("g{}", MAX_CACHED + 4)), "the newest is kept");
     }
 }
