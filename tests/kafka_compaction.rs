@@ -335,3 +335,67 @@ fn tombstones_go_after_delete_retention_and_young_segments_wait_for_the_lag() {
     // A topic whose records are younger than its min.compaction.lag.ms keeps everything.
     assert_eq!(read_all(&mut k, "young"), young, "a segment younger than the lag was compacted");
 }
+
+/// D70: the per-topic `segment.bytes` closes segments at 1 MiB on a node whose own size is
+/// 64 MiB; `min.cleanable.dirty.ratio=1` holds every pass back; `max.compaction.lag.ms`
+/// closes a segment by age and runs a pass for it whatever the ratio.
+#[test]
+fn dirty_ratio_max_lag_and_segment_bytes_decide_when_a_topic_is_compacted() {
+    let (s, port) = Server::start_kafka(&["--checkpoint-interval-secs", "1"]);
+    let mut k = Kafka::connect(port);
+    // Created first, so every compaction tick looks at it before the others.
+    let sized = [("cleanup.policy", "compact"), ("segment.bytes", "1048576")];
+    create_with(&mut k, "lazy", &[sized[0], sized[1], ("min.cleanable.dirty.ratio", "1")]);
+    create_with(&mut k, "sized", &[sized[0], sized[1], ("min.cleanable.dirty.ratio", "0.01")]);
+    let lag = [("cleanup.policy", "compact"), ("min.cleanable.dirty.ratio", "1"), ("max.compaction.lag.ms", "2000")];
+    create_with(&mut k, "lagged", &lag);
+    // Kafka 4's floor for segment.bytes, and Baton's for an age: refused whole.
+    for (n, v) in [("segment.bytes", "1000"), ("max.compaction.lag.ms", "10"), ("segment.ms", "1")] {
+        let req = CreateTopicsRequest::default().with_timeout_ms(5000).with_topics(vec![
+            create_topics_request::CreatableTopic::default()
+                .with_name(topic("refused"))
+                .with_num_partitions(1)
+                .with_replication_factor(-1)
+                .with_configs(vec![create_topics_request::CreatableTopicConfig::default()
+                    .with_name(name(n))
+                    .with_value(Some(name(v)))]),
+        ]);
+        let r: CreateTopicsResponse = k.call(ApiKey::CreateTopics, 5, &req);
+        assert_eq!(r.topics[0].error_code, 40, "{n}={v}: INVALID_CONFIG, {r:?}");
+    }
+
+    let mut lazy = produce_rounds(&mut k, "lazy");
+    fill(&mut k, "lazy", &mut lazy);
+    let mut sized = produce_rounds(&mut k, "sized");
+    fill(&mut k, "sized", &mut sized);
+    let mut lagged = produce_rounds(&mut k, "lagged");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let read = read_all(&mut k, "sized");
+        if read.len() * 2 < sized.len() {
+            judge(&sized, &read, true);
+            break;
+        }
+        assert!(Instant::now() < deadline, "1 MiB segments of a 64 MiB node were not compacted:\n{}", s.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The lagged topic's one segment is 64 MiB from full: only its age can close it, at the
+    // first append past the lag; then the lag runs a pass although the ratio never would.
+    std::thread::sleep(Duration::from_millis(2100));
+    let one = vec![(Some(Bytes::from_static(b"late")), Some(Bytes::from_static(b"v")))];
+    let r = k.produce("lagged", 0, keyed_batch(&one, &[1_700_000_000_000], Compression::None, None), -1);
+    assert_eq!(r.error_code, 0);
+    lagged.insert(r.base_offset, one[0].clone());
+    loop {
+        let read = read_all(&mut k, "lagged");
+        if read.len() * 2 < lagged.len() {
+            judge(&lagged, &read, true);
+            break;
+        }
+        assert!(Instant::now() < deadline, "max.compaction.lag.ms did not compact:\n{}", s.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Looked at first on every tick since its segments closed, and never due.
+    assert_eq!(read_all(&mut k, "lazy"), lazy, "a topic whose ratio is 1 was compacted");
+    assert_eq!(metric(&s, "baton_compaction_failures_total"), 0.0);
+}

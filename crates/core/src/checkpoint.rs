@@ -419,6 +419,10 @@ pub fn recover(storage: StorageConfig, wal: Option<&WalConfig>) -> Result<(State
                 .map_err(|e| format!("restore partition {id}: {e}"))?,
         );
     }
+    let queues: Vec<_> = state.queues.keys().copied().collect();
+    for q in queues {
+        state.set_rolls(q);
+    }
     // The dedup window as of the checkpoint, from the files just cut to its marks; replay
     // then adds and expires keys as apply did live.
     let now = state.last_ts;

@@ -19,6 +19,7 @@
 use crate::files::{file_path, Kind, Store};
 use crate::index::{BatchRec, REC};
 use crate::state::State;
+use crate::topic_config::compacts;
 use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, File};
@@ -67,6 +68,29 @@ pub struct Job {
     /// Consecutive segments whose bytes together stay within this are merged into one
     /// (D69); 0 merges nothing.
     pub segment_bytes: u64,
+}
+
+/// What a partition offers a pass (D70): its closed segments a pass may read, and how many
+/// of their bytes no pass has read yet.
+#[derive(Debug)]
+pub struct Cleanable {
+    pub segs: Vec<JobSeg>,
+    /// The offset they end at.
+    pub through: u64,
+    /// Bytes of the segments the last pass read (as they are now), and of the ones after.
+    pub clean: u64,
+    pub dirty: u64,
+    /// The earliest write stamp among the dirty segments.
+    pub dirty_since: crate::model::Micros,
+}
+
+impl Cleanable {
+    /// Kafka's rule: a pass when the dirty bytes are more than `min_ratio` of all, or when a
+    /// dirty record has waited `max_lag_before` (`max.compaction.lag.ms`) and more.
+    pub fn due(&self, min_ratio: f64, max_lag_before: crate::model::Micros) -> bool {
+        let total = self.clean + self.dirty;
+        self.dirty > 0 && (self.dirty as f64 / total as f64 > min_ratio || self.dirty_since < max_lag_before)
+    }
 }
 
 /// One or more consecutive segments rewritten as one, under the first one's base and next
@@ -173,11 +197,6 @@ fn run(inner: &Inner) {
     }
 }
 
-/// Whether `compact` is among a topic's `cleanup.policy` values.
-fn compacts(configs: &BTreeMap<String, String>) -> bool {
-    configs.get("cleanup.policy").is_some_and(|p| p.split(',').any(|x| x.trim() == "compact"))
-}
-
 /// A topic's millisecond config in microseconds, or its Kafka default.
 fn micros(configs: &BTreeMap<String, String>, name: &str, default_ms: u64) -> u64 {
     configs.get(name).and_then(|v| v.parse::<u64>().ok()).unwrap_or(default_ms).saturating_mul(1000)
@@ -221,20 +240,31 @@ impl State {
                     lag => now.saturating_sub(lag),
                 };
                 let keep_tombstones = micros(m, "delete.retention.ms", 86_400_000);
-                (*q, settled_before, now.saturating_sub(keep_tombstones))
+                // D70: a pass only when enough of the partition is dirty, or a dirty record
+                // has waited `max.compaction.lag.ms`.
+                let ratio = m.get("min.cleanable.dirty.ratio").and_then(|r| r.parse::<f64>().ok()).unwrap_or(0.5);
+                let max_lag_before = match m.get("max.compaction.lag.ms").and_then(|v| v.parse::<u64>().ok()) {
+                    Some(ms) => now.saturating_sub(ms.saturating_mul(1000)),
+                    None => 0,
+                };
+                (*q, settled_before, now.saturating_sub(keep_tombstones), ratio, max_lag_before)
             })
             .collect();
-        for (q, settled_before, tombstones_before) in queues {
+        for (q, settled_before, tombstones_before, ratio, max_lag_before) in queues {
             let Some(parts) = self.queues.get(&q).map(|q| q.parts.clone()) else { continue };
             for id in parts {
                 let Some(p) = self.parts.get_mut(&id) else { continue };
-                let (upto, aborted) = (p.stable_end(), p.txns.hidden.clone());
+                let upto = p.stable_end();
                 let Some(f) = p.files.as_mut() else { continue };
-                let Some((segs, through)) = f.compaction_segments(upto, settled_before) else { continue };
-                f.compacted_through = through;
+                let Some(cl) = f.compaction_segments(upto, settled_before) else { continue };
+                if !cl.due(ratio, max_lag_before) {
+                    continue;
+                }
+                f.compacted_through = cl.through;
                 let (part, dir) = f.job_target();
-                let segment_bytes = self.storage.segment_bytes;
-                c.offer(Job { part, dir, segs, aborted, tombstones_before, segment_bytes });
+                let segment_bytes = f.segment_bytes();
+                let aborted = p.txns.hidden.clone();
+                c.offer(Job { part, dir, segs: cl.segs, aborted, tombstones_before, segment_bytes });
                 return;
             }
         }

@@ -67,7 +67,8 @@ fn run_at(
     tombstones_before: u64,
     segment_bytes: u64,
 ) -> (Vec<Rewritten>, Vec<PathBuf>) {
-    let (segs, through) = f.compaction_segments(upto, u64::MAX).expect("closed segments to read");
+    let crate::compact::Cleanable { segs, through, .. } =
+        f.compaction_segments(upto, u64::MAX).expect("closed segments to read");
     f.compacted_through = through;
     let (part, dir) = f.job_target();
     let job = Job { part, dir, segs, aborted, tombstones_before, segment_bytes };
@@ -89,7 +90,7 @@ fn a_pass_keeps_each_keys_latest_and_every_offset_and_swaps_in_a_generation() {
     let mut f = partition(3, d.path(), &st, &batches);
     assert_eq!(f.segments.len(), 5);
     // The active segment (offset 8) is never read; nothing past `upto` either.
-    let (segs, through) = f.compaction_segments(6, u64::MAX).unwrap();
+    let crate::compact::Cleanable { segs, through, .. } = f.compaction_segments(6, u64::MAX).unwrap();
     assert_eq!((segs.len(), through), (2, 5), "segments ending past offset 6 wait");
     let (done, old) = run(&mut f, u64::MAX, BTreeMap::new());
     // Closed: a@0 b@1 -@2 | a@3 c@4 | b@5 b@6 | c@7 ; active: a@8.
@@ -129,7 +130,7 @@ fn aborted_records_are_nobodys_latest_and_a_changed_segment_is_not_swapped() {
 
     // A swap for a segment retired (or rewritten) since the pass read it is refused.
     let mut g = partition(4, &d.path().join("g"), &st, &batches);
-    let (segs, _) = g.compaction_segments(u64::MAX, u64::MAX).unwrap();
+    let segs = g.compaction_segments(u64::MAX, u64::MAX).unwrap().segs;
     let (part, dir) = g.job_target();
     let job = Job { part, dir, segs, aborted: BTreeMap::new(), tombstones_before: 0, segment_bytes: 0 };
     let done = compact(&job, 100, &CompactStats::default()).unwrap();
@@ -144,7 +145,7 @@ fn a_pass_tracks_at_most_max_keys_and_keeps_what_it_did_not_track() {
     let st = store();
     let batches: [(&[&str], bool); 3] = [(&["a", "b"], false), (&["a", "b"], false), (&["z"], false)];
     let f = partition(3, d.path(), &st, &batches);
-    let (segs, _) = f.compaction_segments(u64::MAX, u64::MAX).unwrap();
+    let segs = f.compaction_segments(u64::MAX, u64::MAX).unwrap().segs;
     let (part, dir) = f.job_target();
     let job = Job { part, dir, segs, aborted: BTreeMap::new(), tombstones_before: 0, segment_bytes: 0 };
     let stats = CompactStats::default();
@@ -207,7 +208,7 @@ fn a_tombstone_goes_once_older_than_delete_retention_and_young_segments_wait() {
     // min.compaction.lag.ms: a segment with a record stamped at or after 12 waits, and so
     // does every segment after it.
     let f = with_a_tombstone(3, &d.path().join("lag"), &st);
-    let (segs, through) = f.compaction_segments(u64::MAX, 12).unwrap();
+    let crate::compact::Cleanable { segs, through, .. } = f.compaction_segments(u64::MAX, 12).unwrap();
     assert_eq!((segs.len(), through), (2, 3), "only the segments stamped 10 and 11");
     assert!(f.compaction_segments(u64::MAX, 10).is_none(), "nothing is old enough");
 
@@ -224,6 +225,32 @@ fn a_tombstone_goes_once_older_than_delete_retention_and_young_segments_wait() {
     assert_eq!(done.iter().map(|r| r.removed).sum::<u64>(), 3);
     // Offsets still resolve: the emptied batch keeps its span.
     assert_eq!(f.find(2).unwrap().unwrap().rec.base, 2);
+}
+
+#[test]
+fn a_pass_waits_until_enough_is_dirty_or_a_dirty_record_waited_the_max_lag() {
+    let d = tempfile::tempdir().unwrap();
+    let st = store();
+    // Three closed segments stamped 10, 11, 12 (and the active one), none read by a pass.
+    let mut f = with_a_tombstone(3, &d.path().join("p"), &st);
+    let c = f.compaction_segments(u64::MAX, u64::MAX).unwrap();
+    assert_eq!((c.clean, c.dirty_since), (0, 10));
+    assert!(c.due(0.5, 0) && c.due(0.99, 0), "all dirty");
+    assert!(!c.due(1.0, 0), "a ratio of 1 is never passed (Kafka: more than the ratio)");
+    assert!(c.due(1.0, 11), "but a record stamped 10 waited past a max lag ending at 11");
+    assert!(!c.due(1.0, 10), "not at 10");
+    f.compacted_through = c.through;
+
+    // One more closed segment after that pass: a quarter or so of the bytes are dirty.
+    f.append(5, 14, &[[5, 0]], &kv_batch(&[("y", Some("y"))], 5), None).unwrap();
+    f.flush_index().unwrap();
+    let c = f.compaction_segments(u64::MAX, u64::MAX).unwrap();
+    let ratio = c.dirty as f64 / (c.clean + c.dirty) as f64;
+    assert!(c.clean > 0 && (0.1..0.4).contains(&ratio), "clean {} dirty {}", c.clean, c.dirty);
+    assert_eq!(c.dirty_since, 13, "the segment of x, closed by the append of y");
+    assert!(!c.due(0.5, 0), "the default ratio waits");
+    assert!(c.due(0.05, 0), "a low ratio runs");
+    assert!(c.due(0.5, 14), "a max lag runs it anyway");
 }
 
 #[test]
@@ -256,7 +283,7 @@ fn closed_segments_that_fit_in_one_are_merged_and_everything_still_resolves() {
     assert!(old.iter().all(|p| !p.exists()));
     // A merge of segments a reader changed since the pass is refused.
     let mut g = partition(4, &d.path().join("g"), &st, &batches);
-    let (segs, _) = g.compaction_segments(u64::MAX, u64::MAX).unwrap();
+    let segs = g.compaction_segments(u64::MAX, u64::MAX).unwrap().segs;
     let (part, dir) = g.job_target();
     let job = Job { part, dir, segs, aborted: BTreeMap::new(), tombstones_before: 0, segment_bytes: 1 << 20 };
     let done = compact(&job, 100, &CompactStats::default()).unwrap();

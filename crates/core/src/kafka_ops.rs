@@ -192,7 +192,7 @@ impl Planner {
             seqs.push(Some((pid, epoch, seq, last_seq)));
         }
         // Before anything is emitted: see `State::prepare_append`.
-        self.state.prepare_append(part)?;
+        self.state.prepare_append(part, self.now())?;
         let entering = planned.keys().any(|pid| !self.state.parts[&part].producers.contains_key(pid));
         if let Some(tid) = joins {
             self.emit_pub(Effect::KafkaTxnAdd { tid, parts: vec![part], groups: Vec::new() })?;

@@ -319,7 +319,7 @@ impl Planner {
         // Checked before the first effect: every partition still exists.
         let parts: Vec<PartId> = t.parts.iter().copied().filter(|p| self.state.parts.contains_key(p)).collect();
         for part in &parts {
-            self.state.prepare_append(*part)?;
+            self.state.prepare_append(*part, self.now())?;
         }
         let ts_ms = (self.now() / 1000) as i64;
         for part in parts {

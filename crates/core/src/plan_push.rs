@@ -146,7 +146,7 @@ impl Planner {
         };
         // Before the append is emitted: a file that cannot be opened refuses this group
         // (the partition, if just created, stays, empty), never a half-applied plan.
-        if let Err(e) = self.state.prepare_append(part) {
+        if let Err(e) = self.state.prepare_append(part, self.now()) {
             return fail(&g, e);
         }
         let p = &self.state.parts[&part];

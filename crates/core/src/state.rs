@@ -220,6 +220,22 @@ impl State {
         self.storage.data_dir.join("partitions").join(id.to_string())
     }
 
+    /// When a partition of `queue` closes its active segment: (bytes, age), D70.
+    pub fn roll_for(&self, queue: QueueId) -> (u64, Micros) {
+        crate::topic_config::roll_of(self.topic_configs.get(&queue), self.storage.segment_bytes)
+    }
+
+    /// Every partition of `queue` closes segments by its current configs.
+    pub fn set_rolls(&mut self, queue: QueueId) {
+        let (bytes, age) = self.roll_for(queue);
+        let parts = self.queues.get(&queue).map(|q| q.parts.clone()).unwrap_or_default();
+        for id in parts {
+            if let Some(f) = self.parts.get_mut(&id).and_then(|p| p.files.as_mut()) {
+                f.set_roll(bytes, age);
+            }
+        }
+    }
+
     pub fn queue(&self, name: &str) -> Option<&Queue> {
         self.queue_ids.get(name).and_then(|id| self.queues.get(id))
     }
@@ -229,13 +245,14 @@ impl State {
         q.part_by_name.get(name).and_then(|p| self.parts.get(p))
     }
 
-    /// See [`PartitionFiles::prepare`]: a refusal here changes nothing of the state.
-    pub fn prepare_append(&mut self, part: PartId) -> Result<(), crate::command::CoreError> {
+    /// See [`PartitionFiles::prepare`]: a refusal here changes nothing of the state. `ts` is
+    /// the stamp the append will carry.
+    pub fn prepare_append(&mut self, part: PartId, ts: Micros) -> Result<(), crate::command::CoreError> {
         let prov = self.storage.provisioner.clone();
         let Some(p) = self.parts.get_mut(&part) else { return Ok(()) };
         let end = p.end;
         let Some(f) = p.files.as_mut() else { return Ok(()) };
-        f.prepare(end, prov.as_deref()).map_err(|e| {
+        f.prepare(end, ts, prov.as_deref()).map_err(|e| {
             crate::command::CoreError::new(
                 crate::command::ErrorKind::Unavailable,
                 "storage_busy",
@@ -314,12 +331,14 @@ impl State {
                 let id = self.next_part;
                 // Before anything changes: a refused apply leaves the state as it was.
                 // No system call: the directory comes with the first segment, so this cannot fail.
-                let files = PartitionFiles::create(
+                let mut files = PartitionFiles::create(
                     id,
                     self.part_dir(id),
                     self.storage.segment_bytes,
                     self.storage.store.clone(),
                 );
+                let (bytes, age) = self.roll_for(*queue);
+                files.set_roll(bytes, age);
                 self.next_part += 1;
                 if let Some(q) = self.queues.get_mut(queue) {
                     q.parts.push(id);
@@ -603,6 +622,7 @@ impl State {
                     } else {
                         self.topic_configs.insert(*queue, configs.clone());
                     }
+                    self.set_rolls(*queue);
                 }
             }
             Effect::DropCursor { part, group } => {

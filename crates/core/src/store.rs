@@ -163,6 +163,10 @@ pub struct PartitionFiles {
     in_checkpoint: bool,
     /// The offset the last compaction pass offered read up to (D50; 0 after a start).
     pub compacted_through: u64,
+    /// The active segment also closes once an entry stamped this long after its first
+    /// batch appends to it (`segment.ms`, or `max.compaction.lag.ms` on a compacted topic,
+    /// D70); `Micros::MAX` never.
+    roll_age: Micros,
 }
 
 /// What a checkpoint takes from one partition ([`PartitionFiles::checkpoint`]).
@@ -222,6 +226,7 @@ impl PartitionFiles {
             in_sweep: false,
             in_checkpoint: false,
             compacted_through: 0,
+            roll_age: Micros::MAX,
         }
     }
 
@@ -328,8 +333,7 @@ impl PartitionFiles {
         len: u64,
         provisioner: Option<&Provisioner>,
     ) -> io::Result<(u64, u64, Arc<File>)> {
-        let rotate = self.segments.last().is_none_or(|s| s.len >= self.segment_bytes);
-        if rotate {
+        if self.rolls(ts) {
             self.rotate(base, provisioner)?;
         }
         let i = self.segments.len() - 1;
@@ -505,8 +509,8 @@ impl PartitionFiles {
     /// before it emits the append, so that running out of descriptors refuses one push
     /// instead of failing an apply (which latches the node). A segment opened here and not
     /// used stays empty; replay opens the same one with the next append.
-    pub fn prepare(&mut self, base: u64, provisioner: Option<&Provisioner>) -> io::Result<()> {
-        if self.segments.last().is_none_or(|s| s.len >= self.segment_bytes) {
+    pub fn prepare(&mut self, base: u64, ts: Micros, provisioner: Option<&Provisioner>) -> io::Result<()> {
+        if self.rolls(ts) {
             self.rotate(base, provisioner)?;
         }
         self.file(self.segments.len() - 1, Kind::Seg).map(|_| ())
@@ -728,6 +732,8 @@ pub fn start_writeback(f: &File) {
 
 #[path = "store_compact.rs"]
 mod compact;
+#[path = "store_roll.rs"]
+mod roll;
 
 #[path = "store_scan.rs"]
 mod scan;

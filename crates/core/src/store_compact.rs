@@ -8,14 +8,13 @@
 //! graveyard, deleted once a checkpoint names the new one.
 
 use super::*;
-use crate::compact::{JobSeg, Rewritten};
+use crate::compact::{Cleanable, JobSeg, Rewritten};
 
 impl PartitionFiles {
-    /// The closed segments a compaction pass may read, oldest first, and the offset they
-    /// end at; `None` when there are none past what the last pass covered.
-    pub fn compaction_segments(&self, upto: u64, settled_before: Micros) -> Option<(Vec<JobSeg>, u64)> {
-        let mut out = Vec::new();
-        let mut through = 0;
+    /// The closed segments a compaction pass may read, oldest first, and how dirty they
+    /// are; `None` when there are none past what the last pass covered.
+    pub fn compaction_segments(&self, upto: u64, settled_before: Micros) -> Option<Cleanable> {
+        let mut c = Cleanable { segs: Vec::new(), through: 0, clean: 0, dirty: 0, dirty_since: Micros::MAX };
         for w in self.segments.windows(2) {
             let (s, next) = (&w[0], &w[1]);
             let in_files = s.index.idx_flushed == s.index.batches && s.index.txid_flushed == s.index.msgs;
@@ -24,10 +23,16 @@ impl PartitionFiles {
             if next.base > upto || s.pinned.is_some() || !in_files || s.index.last_ts >= settled_before {
                 break;
             }
-            out.push(JobSeg { base: s.base, gen: s.gen, len: s.len, batches: s.index.batches, msgs: s.index.msgs });
-            through = next.base;
+            if s.base >= self.compacted_through {
+                c.dirty += s.len;
+                c.dirty_since = c.dirty_since.min(s.index.first_ts);
+            } else {
+                c.clean += s.len;
+            }
+            c.segs.push(JobSeg { base: s.base, gen: s.gen, len: s.len, batches: s.index.batches, msgs: s.index.msgs });
+            c.through = next.base;
         }
-        (through > self.compacted_through).then_some((out, through))
+        (c.through > self.compacted_through).then_some(c)
     }
 
     /// This partition's id and directory, for a compaction job.

@@ -202,3 +202,25 @@ fn format_5_marks_read_as_generation_0() {
     assert_eq!(back, new);
     assert!(legacy_marks(|| bincode::deserialize::<Vec<SegmentMark>>(&old[..old.len() - 1])).is_err());
 }
+
+#[test]
+fn a_segment_closes_by_age_from_its_first_batch_and_by_its_topics_size() {
+    let d = tempfile::tempdir().unwrap();
+    let st = store();
+    let mut f = PartitionFiles::create(1, d.path().join("p"), 1 << 20, st.clone());
+    f.set_roll(1 << 20, 100);
+    f.prepare(0, 1_000, None).unwrap();
+    f.append(0, 1_000, &[[1, 0]], b"a", None).unwrap();
+    f.append(1, 1_099, &[[2, 0]], b"b", None).unwrap();
+    assert_eq!(f.segments.len(), 1, "younger than the age: same segment");
+    // The planner's check and the apply's agree: prepare opens the segment the append uses.
+    f.prepare(2, 1_100, None).unwrap();
+    assert_eq!(f.segments.len(), 2, "prepare rolled at the age");
+    assert_eq!(f.append(2, 1_100, &[[3, 0]], b"c", None).unwrap(), (2, 0));
+    assert_eq!(f.segments.len(), 2, "the append found the segment prepare opened");
+    // A smaller size from the topic's configs closes the active segment at its next append.
+    f.append(3, 1_101, &[[4, 0]], b"dddd", None).unwrap();
+    f.set_roll(4, Micros::MAX);
+    assert_eq!(f.append(4, 1_102, &[[5, 0]], b"e", None).unwrap(), (4, 0));
+    assert_eq!(f.segments.iter().map(|s| s.base).collect::<Vec<_>>(), [0, 2, 4]);
+}

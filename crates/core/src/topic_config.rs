@@ -10,9 +10,11 @@ use crate::plan::{Planned, Planner};
 use std::collections::BTreeMap;
 
 /// The topic configs a client may set, with Kafka's defaults as Baton reports them.
-/// `cleanup.policy` and `retention.ms` change what Baton does (D49), and on a compacted
-/// topic `min.compaction.lag.ms` and `delete.retention.ms` (D68); the others are kept and
-/// described, as a tool that sets them expects.
+/// `cleanup.policy` and `retention.ms` change what Baton does (D49), `segment.bytes` and
+/// `segment.ms` when a segment closes (D70), and on a compacted topic
+/// `min.compaction.lag.ms`, `delete.retention.ms` (D68), `min.cleanable.dirty.ratio` and
+/// `max.compaction.lag.ms` (D70); the others are kept and described, as a tool that sets
+/// them expects.
 pub const TOPIC_CONFIGS: &[(&str, &str)] = &[
     ("cleanup.policy", "delete"),
     ("compression.type", "producer"),
@@ -39,6 +41,15 @@ pub const TOPIC_CONFIGS: &[(&str, &str)] = &[
 
 /// Bytes of one topic's config names and values.
 const MAX_CONFIG_VALUE: usize = 1024;
+
+/// The smallest `segment.bytes`, as on Kafka 4 (which refuses less since KIP-1030): a
+/// smaller one would make a file set of a few batches.
+pub const MIN_SEGMENT_BYTES: u64 = 1 << 20;
+
+/// The shortest age at which a segment closes (`segment.ms`, `max.compaction.lag.ms`): Kafka
+/// takes 1 ms, Baton refuses less than a second, so that one config cannot make a file set
+/// of every append (D70).
+pub const MIN_ROLL_MS: i64 = 1000;
 
 /// One change to one config.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +91,20 @@ pub fn check(name: &str, value: &str) -> Result<(), CoreError> {
             .filter(|r| (0.0..=1.0).contains(r))
             .map(|_| ())
             .ok_or_else(|| invalid(format!("{name}: {value:?} is not a ratio from 0 to 1"))),
+        "segment.bytes" => value
+            .parse::<i64>()
+            .ok()
+            .filter(|v| (MIN_SEGMENT_BYTES as i64..=i64::from(i32::MAX)).contains(v))
+            .map(|_| ())
+            .ok_or_else(|| {
+                invalid(format!("{name}: {value:?} is not a number from {MIN_SEGMENT_BYTES} to {}", i32::MAX))
+            }),
+        "segment.ms" | "max.compaction.lag.ms" => value
+            .parse::<i64>()
+            .ok()
+            .filter(|v| *v >= MIN_ROLL_MS)
+            .map(|_| ())
+            .ok_or_else(|| invalid(format!("{name}: {value:?} is not a number of at least {MIN_ROLL_MS}"))),
         "retention.ms" | "retention.bytes" => value
             .parse::<i64>()
             .ok()
@@ -139,7 +164,33 @@ pub fn changed(
     for (name, v) in &out {
         check(name, v)?;
     }
+    let ms = |n: &str| out.get(n).and_then(|v| v.parse::<i64>().ok());
+    if let (Some(min), Some(max)) = (ms("min.compaction.lag.ms"), ms("max.compaction.lag.ms")) {
+        if min > max {
+            return Err(invalid(format!("min.compaction.lag.ms ({min}) is more than max.compaction.lag.ms ({max})")));
+        }
+    }
     Ok(out)
+}
+
+/// Whether `compact` is among a topic's `cleanup.policy` values.
+pub fn compacts(configs: &BTreeMap<String, String>) -> bool {
+    configs.get("cleanup.policy").is_some_and(|p| p.split(',').any(|x| x.trim() == "compact"))
+}
+
+/// When a partition of a topic with these configs closes its active segment (D70): at
+/// (bytes, age in microseconds). Without `segment.bytes`, at `default_bytes` (the node's
+/// `--partition-segment-mb`); by age at `segment.ms` (Kafka's 7 days unless set), and on a
+/// compacted topic at `max.compaction.lag.ms` when that is sooner, so that a record waits
+/// no longer than that for a pass.
+pub fn roll_of(configs: Option<&BTreeMap<String, String>>, default_bytes: u64) -> (u64, crate::model::Micros) {
+    let num = |n: &str| configs.and_then(|c| c.get(n)).and_then(|v| v.parse::<i64>().ok());
+    let bytes = num("segment.bytes").map_or(default_bytes, |b| (b as u64).max(MIN_SEGMENT_BYTES));
+    let mut ms = num("segment.ms").unwrap_or(604_800_000);
+    if configs.is_some_and(compacts) {
+        ms = ms.min(num("max.compaction.lag.ms").unwrap_or(i64::MAX));
+    }
+    (bytes, (ms.max(MIN_ROLL_MS) as u64).saturating_mul(1000))
 }
 
 /// `retentionSeconds` for a `retention.ms` (0 keeps forever; a part second rounds up).
@@ -210,6 +261,29 @@ mod tests {
         assert!(changed(&none, &[set("no.such", "1")]).is_err());
         assert!(changed(&none, &[set("retention.ms", &"9".repeat(2000))]).is_err());
         assert!(changed(&none, &[("segment.ms".into(), ConfigOp::Append("1".into()))]).is_err());
+        // D70: the bounds that keep one config from making a file set per append.
+        assert!(changed(&none, &[set("segment.bytes", "1048575")]).is_err());
+        assert!(changed(&none, &[set("segment.bytes", "1048576")]).is_ok());
+        assert!(changed(&none, &[set("segment.bytes", "2147483648")]).is_err());
+        assert!(changed(&none, &[set("segment.ms", "999")]).is_err());
+        assert!(changed(&none, &[set("max.compaction.lag.ms", "999")]).is_err());
+        assert!(changed(&none, &[set("min.cleanable.dirty.ratio", "1.5")]).is_err());
+        let lags = [set("min.compaction.lag.ms", "5000"), set("max.compaction.lag.ms", "4000")];
+        assert!(changed(&none, &lags).is_err(), "min lag past max lag");
+        assert!(changed(&none, &lags[..1]).is_ok());
+    }
+
+    #[test]
+    fn segments_close_by_size_and_age() {
+        let c = |kv: &[(&str, &str)]| kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        assert_eq!(roll_of(None, 5 << 20), (5 << 20, 604_800_000_000));
+        let m: BTreeMap<_, _> = c(&[("segment.bytes", "2097152"), ("segment.ms", "60000")]);
+        assert_eq!(roll_of(Some(&m), 5 << 20), (2 << 20, 60_000_000));
+        // max.compaction.lag.ms closes a compacted topic's segment sooner, and only there.
+        let m: BTreeMap<_, _> = c(&[("max.compaction.lag.ms", "3000")]);
+        assert_eq!(roll_of(Some(&m), 1 << 20).1, 604_800_000_000);
+        let m: BTreeMap<_, _> = c(&[("max.compaction.lag.ms", "3000"), ("cleanup.policy", "compact")]);
+        assert_eq!(roll_of(Some(&m), 1 << 20).1, 3_000_000);
     }
 
     #[test]
