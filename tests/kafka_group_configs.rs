@@ -210,3 +210,25 @@ fn a_value_past_1_kib_is_refused_even_when_it_parses() {
     assert!(msg.unwrap_or_default().contains("at most 1024"));
     assert_eq!(describe(&mut k, "g-big")["share.auto.offset.reset"], ("latest".to_string(), 5), "nothing stored");
 }
+
+/// A deleted group leaves no configs behind (the same log entry deletes both): a new group
+/// of the name starts from the defaults. A name DeleteGroups does not know keeps its
+/// configs (set before its group exists, as an admin may).
+#[test]
+fn deleting_a_group_deletes_its_configs_and_only_then() {
+    let (_s, port) = Server::start_kafka(&[]);
+    let mut k = Kafka::connect(port);
+    produce_n(&mut k, "dg", 3, "old");
+    share_from_earliest(&mut k, "g-del");
+    share_from_earliest(&mut k, "g-unborn");
+    assert_eq!(first_fetch(&mut k, "g-del", "dg", 1000), vec![0, 1, 2]);
+    assert_eq!(heartbeat(&mut k, "g-del", "m", -1, None).error_code, 0, "the member leaves");
+    let req = DeleteGroupsRequest::default().with_groups_names(vec![GroupId(name("g-del")), GroupId(name("g-unborn"))]);
+    let r: DeleteGroupsResponse = k.call(ApiKey::DeleteGroups, 2, &req);
+    let codes: Vec<i16> = r.results.iter().map(|x| x.error_code).collect();
+    assert_eq!(codes, [0, 69], "deleted, GROUP_ID_NOT_FOUND: {r:?}");
+    assert_eq!(describe(&mut k, "g-del")["share.auto.offset.reset"], ("latest".to_string(), 5));
+    assert_eq!(describe(&mut k, "g-unborn")["share.auto.offset.reset"], ("earliest".to_string(), 8));
+    // A new group of the deleted name starts at the end, as any new share group does.
+    assert!(first_fetch(&mut k, "g-del", "dg", 300).is_empty(), "the deleted group's earliest applied again");
+}

@@ -583,7 +583,14 @@ impl Planner {
             *self.state.group_ids.get(group).ok_or_else(|| {
                 CoreError::not_found("group_not_found", format!("consumer group {group} does not exist"))
             })?;
-        self.emit(Effect::DeleteGroup { group: gid })
+        self.emit(Effect::DeleteGroup { group: gid })?;
+        // A deleted group leaves nothing behind: its Kafka group configs (D67) go in the
+        // same entry, so a new group of the name starts from the defaults.
+        let ns = crate::kv::KAFKA_GROUP_CONFIGS;
+        if self.state.kv.get(ns).is_some_and(|m| m.contains_key(group)) {
+            self.emit(Effect::KvDel { ns: ns.to_string(), key: group.to_string() })?;
+        }
+        Ok(())
     }
 
     pub fn delete_queue(&mut self, queue: &str) -> Planned<()> {

@@ -241,6 +241,11 @@ impl GroupConfigCache {
         }
         c.insert(group.to_string(), (Instant::now(), Arc::new(m)));
     }
+
+    /// The group was deleted, and its configs with it.
+    pub fn forget(&self, group: &str) {
+        self.0.lock().remove(group);
+    }
 }
 
 /// The stored row: its configs and version (0: none stored).

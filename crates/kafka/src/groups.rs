@@ -488,7 +488,11 @@ pub async fn delete_groups(ctx: &Ctx, req: DeleteGroupsRequest) -> DeleteGroupsR
         let code = match refused {
             Err(code) => code,
             Ok(()) => match ctx.engine.delete_group(g.to_string()).await {
-                Ok(()) => NONE,
+                Ok(()) => {
+                    // Its configs went in the same entry: not served from the cache either.
+                    ctx.group_configs.forget(&g);
+                    NONE
+                }
                 Err(e) if e.kind == baton_core::ErrorKind::NotFound => GROUP_ID_NOT_FOUND,
                 Err(e) => code_of(&e),
             },

@@ -34,10 +34,7 @@ pub async fn heartbeat(
     client_id: &str,
     host: &str,
 ) -> ShareGroupHeartbeatResponse {
-    let settings = crate::group_configs::share_settings(ctx, req.group_id.as_str()).await;
-    let r = ShareGroupHeartbeatResponse::default()
-        .with_member_id(Some(req.member_id.clone()))
-        .with_heartbeat_interval_ms(settings.heartbeat_interval.as_millis().min(i32::MAX as u128) as i32);
+    let r = ShareGroupHeartbeatResponse::default().with_member_id(Some(req.member_id.clone()));
     let refuse = |code: i16, msg: &str| r.clone().with_error_code(code).with_error_message(Some(s(msg)));
     let (group, member) = (req.group_id.as_str(), req.member_id.as_str());
     if group.is_empty() || member.is_empty() || member.len() > 255 {
@@ -72,6 +69,10 @@ pub async fn heartbeat(
         Ok(x) => x,
         Err(e) => return r.with_error_code(code_of(&e)),
     };
+    // Read only for a heartbeat that passed every check: a refused one costs no KV read
+    // (nor a cache slot for a group name that is never made).
+    let settings = crate::group_configs::share_settings(ctx, group).await;
+    let r = r.with_heartbeat_interval_ms(settings.heartbeat_interval.as_millis().min(i32::MAX as u128) as i32);
     let beat = Beat {
         group,
         member,
