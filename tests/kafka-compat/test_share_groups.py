@@ -145,3 +145,50 @@ def test_java_share_consumer_competes_with_an_http_consumer(baton, tmp_path):
     dead = sorted(m["data"] for m in dlq["messages"])
     assert dead == sorted(v for v in values if index(v) % 10 == 7), dead
     print(f"share groups: deliveries by consumer {by}")
+
+
+@pytest.mark.skipif(bool(EXTERNAL), reason="Baton's share groups; Apache Kafka 4.1 has them only as a preview")
+def test_java_share_consumer_renews_its_lock_and_keeps_the_record(baton, tmp_path):
+    """KIP-1222 (ShareAcknowledge/ShareFetch v2, D71): Java's KafkaShareConsumer renews the
+    lock of one record every 700 ms for 6 s under a 2 s group lock, then accepts it. An
+    HTTP consumer of the same group pops all the while and must never get it; afterwards
+    nothing is left to deliver and nothing is dead-lettered."""
+    if not JAR.exists():
+        pytest.fail(f"{JAR} is missing: build it with `mvn -q -B -f tests/kafka-compat/java/pom.xml package`")
+    topic, group = f"renew-{uuid.uuid4().hex[:8]}", f"rg-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": baton.bootstrap})
+    for f in admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)]).values():
+        f.result(timeout=30)
+    p = Producer({"bootstrap.servers": baton.bootstrap, "acks": "all"})
+    p.produce(topic, value=b"renew-me")
+    p.flush(10)
+    out_path, err_path = tmp_path / "java.out", tmp_path / "java.err"
+    java = subprocess.Popen(["java", "-jar", str(JAR), "share_renew", baton.bootstrap, topic, group],
+                            stdin=subprocess.DEVNULL, stdout=open(out_path, "wb"), stderr=open(err_path, "wb"))
+    popped, polls = [], 0
+    try:
+        end = time.monotonic() + 90
+        while java.poll() is None and time.monotonic() < end:
+            if "acquired" in out_path.read_text():
+                status, body = http(baton, "GET", f"/api/v1/pop/queue/{topic}?consumerGroup={group}&batch=5"
+                                                  f"&wait=true&timeout=200")
+                polls += 1
+                if status == 200:
+                    popped += [m["data"] for m in body["messages"]]
+            else:
+                time.sleep(0.05)
+    finally:
+        if java.poll() is None:
+            java.kill()
+        java.wait()
+    lines = out_path.read_text().splitlines()
+    err = err_path.read_text()[-3000:]
+    assert java.returncode == 0, f"the Java share consumer exited {java.returncode}:\n{lines}\n{err}"
+    assert popped == [], f"the HTTP consumer got a record the share consumer was renewing: {popped}"
+    assert polls >= 10, f"the HTTP consumer hardly tried ({polls} pops)"
+    done = [ln for ln in lines if ln.startswith("renewed ")]
+    assert done and int(done[0].split()[1]) >= 6 and done[0].endswith("accepted renew-me"), lines
+    status, body = http(baton, "GET", f"/api/v1/pop/queue/{topic}?consumerGroup={group}&batch=5&wait=false")
+    assert status != 200 or body["messages"] == [], f"an accepted record is still delivered: {body}"
+    _, dlq = http(baton, "GET", f"/api/v1/dlq?queue={topic}&limit=10")
+    assert dlq["messages"] == [], dlq

@@ -105,6 +105,8 @@ pub struct KafkaStats {
     pub share_members: AtomicU64,
     pub share_acquired: AtomicU64,
     pub share_acks: AtomicU64,
+    /// Acquisition locks renewed (KIP-1222): one per partition lease extended.
+    pub share_renewals: AtomicU64,
     closed: [AtomicU64; CloseReason::ALL.len()],
     /// One per SUPPORTED entry, in its order, then one for any other API.
     apis: Box<[ApiStats]>,
@@ -128,6 +130,7 @@ impl Default for KafkaStats {
             share_members: AtomicU64::new(0),
             share_acquired: AtomicU64::new(0),
             share_acks: AtomicU64::new(0),
+            share_renewals: AtomicU64::new(0),
             closed: Default::default(),
             apis: (0..=SUPPORTED.len()).map(|_| ApiStats::new()).collect(),
             codes: Mutex::new(BTreeMap::new()),
@@ -274,6 +277,12 @@ impl KafkaStats {
             "baton_kafka_share_acknowledged_total",
             "Records Kafka share consumers settled (accept, release or reject).",
             self.share_acks.load(Relaxed),
+        );
+        c(
+            out,
+            "baton_kafka_share_renewals_total",
+            "Acquisition locks Kafka share consumers renewed (each a Baton lease extended).",
+            self.share_renewals.load(Relaxed),
         );
         let names: Vec<String> =
             SUPPORTED.iter().map(|(k, _, _)| format!("{k:?}")).chain(std::iter::once("other".to_string())).collect();

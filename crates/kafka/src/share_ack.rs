@@ -1,6 +1,7 @@
 //! Share-group acknowledgements (D49): ShareAcknowledge, and the acknowledgements a
 //! ShareFetch carries. Each is settled as a Baton ack under the lease its records were
-//! acquired with; all of one request's are one engine call, one entry.
+//! acquired with; all of one request's are one engine call, one entry. A Renew (KIP-1222,
+//! version 2) extends the lease its records are held under by the group's lock time (D71).
 //!
 //! Must never answer an acknowledgement as done before the engine's ack is durable, never
 //! settle under a lease other than the one the session holds (I4), and never walk an
@@ -21,6 +22,9 @@ const GAP: i8 = 0;
 const ACCEPT: i8 = 1;
 const RELEASE: i8 = 2;
 const REJECT: i8 = 3;
+/// KIP-1222: keep the record acquired for another lock time; only in a request that says
+/// it carries renewals (`IsRenewAck`, version 2).
+const RENEW: i8 = 4;
 
 fn status_of(t: i8) -> Option<AckStatus> {
     match t {
@@ -49,7 +53,13 @@ pub(crate) type AckOutcome = HashMap<SharePart, (i16, Option<String>)>;
 
 /// Settle what a live session's member acknowledged. The leases named are copied out of
 /// the session, settled, and written back unless the session moved on meanwhile.
-async fn acknowledge(ctx: &Ctx, group: &str, member: &str, wants: Vec<(SharePart, AckBatches)>) -> AckOutcome {
+async fn acknowledge(
+    ctx: &Ctx,
+    group: &str,
+    member: &str,
+    wants: Vec<(SharePart, AckBatches)>,
+    renewing: bool,
+) -> AckOutcome {
     if wants.is_empty() {
         return HashMap::new();
     }
@@ -59,7 +69,7 @@ async fn acknowledge(ctx: &Ctx, group: &str, member: &str, wants: Vec<(SharePart
         .update(group, member, |sess| keys.iter().filter_map(|k| sess.held.get(k).map(|h| (*k, h.clone()))).collect())
         .unwrap_or_default();
     let before: Vec<(SharePart, baton_core::LeaseId)> = held.iter().map(|(k, h)| (*k, h.lease)).collect();
-    let out = settle(ctx, group, &mut held, wants).await;
+    let out = settle(ctx, group, &mut held, wants, renewing).await;
     ctx.shares.update(group, member, |sess| {
         for (k, lease) in before {
             if sess.held.get(&k).is_none_or(|h| h.lease != lease) {
@@ -83,18 +93,23 @@ async fn settle(
     group: &str,
     held: &mut HashMap<SharePart, Held>,
     wants: Vec<(SharePart, AckBatches)>,
+    renewing: bool,
 ) -> AckOutcome {
     let mut out: AckOutcome = HashMap::new();
     // (share partition, offset, status) of each item, in the items' order.
     let mut keys: Vec<(SharePart, u64, AckStatus)> = Vec::new();
     let mut items: Vec<AckItem> = Vec::new();
+    let mut renew: Vec<SharePart> = Vec::new();
     for (key, batches) in &wants {
         let Some(h) = held.get(key) else {
             out.insert(*key, (INVALID_RECORD_STATE, Some("no records of this partition are acquired".into())));
             continue;
         };
-        match plan_acks(h, batches) {
-            Ok(v) => {
+        match plan_acks(h, batches, renewing) {
+            Ok((v, renews)) => {
+                if renews {
+                    renew.push(*key);
+                }
                 for (o, st) in v {
                     keys.push((*key, o, st));
                     items.push(AckItem {
@@ -112,16 +127,31 @@ async fn settle(
             }
         }
     }
-    if items.is_empty() {
-        return out;
+    if !items.is_empty() {
+        settle_items(ctx, group, held, &mut out, keys, items).await;
     }
+    if !renew.is_empty() {
+        renew_locks(ctx, group, held, &mut out, renew).await;
+    }
+    out
+}
+
+/// The acks of one request as one engine call; a lease they end leaves `held`.
+async fn settle_items(
+    ctx: &Ctx,
+    group: &str,
+    held: &mut HashMap<SharePart, Held>,
+    out: &mut AckOutcome,
+    keys: Vec<(SharePart, u64, AckStatus)>,
+    items: Vec<AckItem>,
+) {
     let results = match ctx.engine.ack(Some(group.to_string()), items).await {
         Ok(r) => r,
         Err(e) => {
             for (k, _, _) in &keys {
                 out.insert(*k, (code_of(&e), Some(e.message.clone())));
             }
-            return out;
+            return;
         }
     };
     let settled = results.iter().filter(|r| r.is_ok()).count() as u64;
@@ -147,15 +177,66 @@ async fn settle(
             }
         }
     }
-    out
 }
+
+/// KIP-1222: each partition with a record renewed gets its lease extended by the group's
+/// lock time from now (one engine call each, bounded by the request's partitions). Baton
+/// holds a partition's acquired records under one lease, so renewing one of them renews
+/// every record of that partition this member holds: none is held for less than asked.
+/// A partition whose lease this request's own acks ended, or that failed, is not renewed.
+async fn renew_locks(
+    ctx: &Ctx,
+    group: &str,
+    held: &mut HashMap<SharePart, Held>,
+    out: &mut AckOutcome,
+    renew: Vec<SharePart>,
+) {
+    let lock = crate::group_configs::share_settings(ctx, group).await.lock;
+    let secs = lock.as_millis().div_ceil(1000).max(1) as u64;
+    for key in renew {
+        if out.get(&key).is_some_and(|(code, _)| *code != NONE) {
+            continue;
+        }
+        let Some(lease) = held.get(&key).map(|h| h.lease) else {
+            continue;
+        };
+        match ctx.engine.extend(lease, Some(secs)).await {
+            Ok(_) => {
+                if let Some(h) = held.get_mut(&key) {
+                    h.expires = Instant::now() + lock;
+                }
+                ctx.stats.share_renewals.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                out.entry(key).or_insert((NONE, None));
+            }
+            Err(e) if e.kind == baton_core::ErrorKind::Conflict || e.kind == baton_core::ErrorKind::NotFound => {
+                held.remove(&key);
+                out.insert(key, (INVALID_RECORD_STATE, Some(e.message.clone())));
+            }
+            Err(e) => {
+                out.insert(key, (code_of(&e), Some(e.message.clone())));
+            }
+        }
+    }
+}
+
+/// The (offset, status) items of one partition, and whether a record of it is renewed.
+type AckPlan = (Vec<(u64, AckStatus)>, bool);
 
 /// The (offset, status) items one partition's batches ask for. Bounded by the batches'
 /// own size: a single type over a range applies to the held offsets in it, and a range
 /// with offsets this session does not hold is refused unless they are gaps.
-fn plan_acks(h: &Held, batches: &AckBatches) -> Result<Vec<(u64, AckStatus)>, (i16, String)> {
+/// With `renewing`, Renew is a type too: its offsets must be held, and it settles nothing;
+/// the second value says whether any record was renewed.
+fn plan_acks(h: &Held, batches: &AckBatches, renewing: bool) -> Result<AckPlan, (i16, String)> {
     let mut v = Vec::new();
+    let mut renews = false;
     let bad = |m: &str| Err((INVALID_REQUEST, m.to_string()));
+    // `None` settles nothing (a renewal); an unknown type, or Renew where the request did
+    // not announce renewals, is refused.
+    let status = |t: i8| match t {
+        RENEW if renewing => Ok(None),
+        t => status_of(t).map(Some).ok_or(()),
+    };
     for (first, last, types) in batches {
         if *first < 0 || last < first {
             return bad("an acknowledgement batch runs from a first offset to a last at or after it");
@@ -164,19 +245,25 @@ fn plan_acks(h: &Held, batches: &AckBatches) -> Result<Vec<(u64, AckStatus)>, (i
         match types.len() {
             1 => {
                 let t = types[0];
-                let Some(st) = status_of(t) else { return bad("unknown acknowledge type") };
+                let Ok(st) = status(t) else { return bad("unknown acknowledge type") };
                 let inside: Vec<u64> = h.open.range(*first as u64..=*last as u64).copied().collect();
                 if t != GAP && inside.len() as u128 != span {
                     return Err((INVALID_RECORD_STATE, "the batch names records this member does not hold".into()));
                 }
-                v.extend(inside.into_iter().map(|o| (o, st)));
+                match st {
+                    Some(st) => v.extend(inside.into_iter().map(|o| (o, st))),
+                    None => renews = true,
+                }
             }
             n if n as u128 == span => {
                 for (i, t) in types.iter().enumerate() {
-                    let Some(st) = status_of(*t) else { return bad("unknown acknowledge type") };
+                    let Ok(st) = status(*t) else { return bad("unknown acknowledge type") };
                     let o = *first as u64 + i as u64;
                     if h.open.contains(&o) {
-                        v.push((o, st));
+                        match st {
+                            Some(st) => v.push((o, st)),
+                            None => renews = true,
+                        }
                     } else if *t != GAP {
                         return Err((INVALID_RECORD_STATE, format!("offset {o} is not held by this member")));
                     }
@@ -185,7 +272,7 @@ fn plan_acks(h: &Held, batches: &AckBatches) -> Result<Vec<(u64, AckStatus)>, (i
             _ => return bad("acknowledge types are one for the batch or one per offset"),
         }
     }
-    Ok(v)
+    Ok((v, renews))
 }
 
 /// Acknowledgements in the request that closes a session, settled under the leases the
@@ -200,7 +287,8 @@ async fn acknowledge_closed(
         return HashMap::new();
     }
     let mut held: HashMap<SharePart, Held> = released.drain(..).map(|h| (h.key, h)).collect();
-    let out = settle(ctx, group, &mut held, acks).await;
+    // Renewals of a closing session's records would be released at once: none is made.
+    let out = settle(ctx, group, &mut held, acks, false).await;
     released.extend(held.into_values());
     out
 }
@@ -215,11 +303,12 @@ pub(crate) async fn settle_request(
     epoch: i32,
     acks: Vec<(SharePart, AckBatches)>,
     mut released: Vec<Held>,
+    renewing: bool,
 ) -> AckOutcome {
     let out = if epoch == -1 {
         acknowledge_closed(ctx, group, acks, &mut released).await
     } else {
-        acknowledge(ctx, group, member, acks).await
+        acknowledge(ctx, group, member, acks, renewing).await
     };
     release(ctx, group, released).await;
     out
@@ -258,7 +347,14 @@ pub async fn acknowledge_request(ctx: &Ctx, req: ShareAcknowledgeRequest) -> Sha
         Ok(((), closed)) => closed,
         Err(code) => return r.with_error_code(code),
     };
-    let acked = settle_request(ctx, &group, &member, epoch, acks, released).await;
+    let acked = settle_request(ctx, &group, &member, epoch, acks, released, req.is_renew_ack).await;
+    let r = if req.is_renew_ack {
+        // Version 2: how long the renewed records are now held.
+        let lock = crate::group_configs::share_settings(ctx, &group).await.lock;
+        r.with_acquisition_lock_timeout_ms(lock.as_millis().min(i32::MAX as u128) as i32)
+    } else {
+        r
+    };
     let mut topics: BTreeMap<Uuid, Vec<a::PartitionData>> = BTreeMap::new();
     for (k, (code, msg)) in acked {
         topics.entry(k.0).or_default().push(

@@ -73,6 +73,23 @@ struct Got {
     acquired: Vec<AcquiredRecords>,
 }
 
+/// KIP-1206's acquire modes (ShareFetch version 2; version 1 is batch-optimized): may go
+/// past `MaxRecords` to whole batches, or never past it.
+const BATCH_OPTIMIZED: i8 = 0;
+const RECORD_LIMIT: i8 = 1;
+
+/// How many records to take from each of `n` partitions for `max` in all: an even share
+/// rounded up (batch-optimized), or shares that add up to `max` exactly, the first
+/// partitions taking one more and partitions past `max` none (`strict`, record-limit).
+fn shares_of(max: usize, n: usize, strict: bool) -> Vec<u32> {
+    (0..n)
+        .map(|i| match strict {
+            true => (max / n + usize::from(i < max % n)) as u32,
+            false => max.div_ceil(n).max(1) as u32,
+        })
+        .collect()
+}
+
 /// Acquire from every partition of the session that this member holds no live lease on,
 /// waiting up to `wait` for something to arrive, under the group's lock time and from
 /// where its `share.auto.offset.reset` says on a topic it has not read before (D67).
@@ -80,6 +97,7 @@ async fn acquire(
     ctx: &Ctx,
     (group, member): (&str, &str),
     max_records: i32,
+    strict: bool,
     wait: Duration,
     settings: &ShareSettings,
 ) -> HashMap<SharePart, Got> {
@@ -89,7 +107,7 @@ async fn acquire(
     let mut out: HashMap<SharePart, Got> = HashMap::new();
     loop {
         let now = Instant::now();
-        let free: Vec<(SharePart, String)> = ctx
+        let mut free: Vec<(SharePart, String)> = ctx
             .shares
             .update(group, member, |sess| {
                 sess.held.retain(|_, h| h.expires > now);
@@ -112,13 +130,14 @@ async fn acquire(
         for w in &mut waits {
             w.as_mut().enable();
         }
-        let per = (max_records as usize).div_ceil(free.len()).max(1) as u32;
-        let pops = free.iter().map(|((_, idx), topic)| {
+        let shares = shares_of(max_records.max(1) as usize, free.len(), strict);
+        free.truncate(shares.iter().filter(|n| **n > 0).count());
+        let pops = free.iter().zip(&shares).map(|(((_, idx), topic), per)| {
             ctx.engine.pop(PopRequest {
                 queue: topic.clone(),
                 partition: Some(idx.to_string()),
                 group: Some(group.to_string()),
-                batch: per,
+                batch: *per,
                 lease_secs: Some(lease_secs),
                 from_ts: settings.reset.start_ts(),
                 auto_ack: false,
@@ -190,6 +209,11 @@ pub async fn fetch(ctx: &Ctx, req: ShareFetchRequest) -> ShareFetchResponse {
             .with_error_code(INVALID_REQUEST)
             .with_error_message(Some(s("a share fetch names its group and member")));
     };
+    if !matches!(req.share_acquire_mode, BATCH_OPTIMIZED | RECORD_LIMIT) {
+        return r
+            .with_error_code(INVALID_REQUEST)
+            .with_error_message(Some(s("share acquire mode is 0 (batch-optimized) or 1 (record-limit)")));
+    }
     let (group, member) = (group.to_string(), member.to_string());
     let settings = share_settings(ctx, &group).await;
     let r = r.with_acquisition_lock_timeout_ms(settings.lock.as_millis().min(i32::MAX as u128) as i32);
@@ -267,12 +291,15 @@ pub async fn fetch(ctx: &Ctx, req: ShareFetchRequest) -> ShareFetchResponse {
         }
     }
     // Acknowledgements first (they may free a partition to acquire from again).
-    let acked = settle_request(ctx, &group, &member, epoch, acks, released).await;
+    let acked = settle_request(ctx, &group, &member, epoch, acks, released, req.is_renew_ack).await;
     let mut got = HashMap::new();
-    if epoch != -1 {
+    // KIP-1222: a fetch that renews locks is the consumer still working on what it holds;
+    // it acquires nothing more, as on Kafka.
+    if epoch != -1 && !req.is_renew_ack {
         let max = if req.max_records <= 0 { DEFAULT_MAX_RECORDS } else { req.max_records.min(MAX_RECORDS) };
         let wait = Duration::from_millis(req.max_wait_ms.max(0) as u64).min(ctx.cfg.max_fetch_wait);
-        got = acquire(ctx, (&group, &member), max, wait, &settings).await;
+        let strict = req.share_acquire_mode == RECORD_LIMIT;
+        got = acquire(ctx, (&group, &member), max, strict, wait, &settings).await;
     }
     // Partitions the session names whose topic is gone.
     if epoch != -1 {

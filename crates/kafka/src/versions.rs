@@ -18,10 +18,9 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 /// and TxnOffsetCommit 5 are transactions v2 (KIP-890), which the ApiVersions
 /// answer finalizes as the `transaction.version` feature (D48).
 ///
-/// The share APIs (KIP-932) are at their first released versions (ShareFetch and
-/// ShareAcknowledge 1 are what Kafka 4.1 and 4.2 clients speak at the least; version 2
-/// adds renewing an acquisition, which Baton's leases could serve but the codec does
-/// not yet decode), and `share.version` 1 is finalized beside them (D49).
+/// The share APIs (KIP-932): ShareFetch and ShareAcknowledge up to version 2, which adds
+/// renewing an acquisition lock (KIP-1222, a lease extended) and the record-limit acquire
+/// mode (KIP-1206), D71; `share.version` 1 is finalized beside them (D49).
 ///
 /// SaslHandshake and SaslAuthenticate are listed whether or not SASL is
 /// turned on, as a Kafka broker lists them on every listener; without SASL
@@ -62,8 +61,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::ShareGroupHeartbeat, 1, 1),
     (ApiKey::ShareGroupDescribe, 1, 1),
-    (ApiKey::ShareFetch, 1, 1),
-    (ApiKey::ShareAcknowledge, 1, 1),
+    (ApiKey::ShareFetch, 1, 2),
+    (ApiKey::ShareAcknowledge, 1, 2),
     (ApiKey::DescribeShareGroupOffsets, 0, 0),
     (ApiKey::AlterShareGroupOffsets, 0, 0),
     (ApiKey::DeleteShareGroupOffsets, 0, 0),

@@ -14,7 +14,7 @@ import java.util.function.BooleanSupplier;
  * Scenarios: produce, consume, commit, idempotent, group_rebalance,
  * static_member (test_clients.py), and the transaction scenarios txn_commit,
  * txn_abort, txn_fence, txn_ctp (test_transactions_clients.py), and
- * share_compete, a KafkaShareConsumer (test_share_groups.py). The values
+ * share_compete and share_renew, a KafkaShareConsumer (test_share_groups.py). The values
  * each one writes or expects, and what the pytest caller checks afterwards
  * with another client, are the same for the franz-go program; those two
  * files describe that contract.
@@ -89,6 +89,7 @@ public final class Main {
                 case "txn_ctp" -> Txn.ctp(env);
                 case "share_compete" -> Share.compete(env);
                 case "share_bench" -> Share.bench(env);
+                case "share_renew" -> Share.renew(env);
                 default -> {
                     System.err.println("unknown scenario " + scenario);
                     code = 2;

@@ -116,6 +116,65 @@ final class Share {
         System.out.printf("share_bench %d records in %.3f s = %.0f msg/s%n", done.get(), secs, done.get() / secs);
     }
 
+    /**
+     * KIP-1222 through KafkaShareConsumer: with the group's lock at 2 s, the one record of
+     * TOPIC is acquired, renewed (AcknowledgeType.RENEW, committed) every 700 ms for 6 s,
+     * then accepted. Prints "acquired VALUE", then "renewed N accepted VALUE" once the
+     * accept is committed. The pytest caller pops the same group over HTTP meanwhile.
+     */
+    static void renew(Main.Env env) throws Exception {
+        fromEarliest(env);
+        Properties ap = new Properties();
+        ap.put("bootstrap.servers", env.bootstrap());
+        try (Admin a = Admin.create(ap)) {
+            ConfigResource g = new ConfigResource(ConfigResource.Type.GROUP, env.group());
+            AlterConfigOp op = new AlterConfigOp(new ConfigEntry("share.record.lock.duration.ms", "2000"),
+                    AlterConfigOp.OpType.SET);
+            a.incrementalAlterConfigs(Map.of(g, List.of(op))).all().get();
+        }
+        Properties p = new Properties();
+        p.put("bootstrap.servers", env.bootstrap());
+        p.put("group.id", env.group());
+        p.put("share.acknowledgement.mode", "explicit");
+        p.put("key.deserializer", StringDeserializer.class.getName());
+        p.put("value.deserializer", StringDeserializer.class.getName());
+        try (KafkaShareConsumer<String, String> c = new KafkaShareConsumer<>(p)) {
+            c.subscribe(List.of(env.topic()));
+            ConsumerRecord<String, String> r = null;
+            long end = System.nanoTime() + Main.DEADLINE.toNanos();
+            while (r == null && System.nanoTime() < end) {
+                for (ConsumerRecord<String, String> rec : c.poll(Duration.ofMillis(200))) {
+                    r = rec;
+                }
+            }
+            Main.check(r != null, "no record acquired within " + Main.DEADLINE);
+            System.out.println("acquired " + r.value());
+            System.out.flush();
+            int renewed = 0;
+            long until = System.nanoTime() + Duration.ofSeconds(6).toNanos();
+            while (System.nanoTime() < until) {
+                Thread.sleep(700);
+                c.acknowledge(r, AcknowledgeType.RENEW);
+                committed(c.commitSync(), "renew");
+                renewed++;
+                // A renewed record comes back from the next poll, to be settled.
+                for (ConsumerRecord<String, String> rec : c.poll(Duration.ofMillis(100))) {
+                    Main.check(rec.offset() == r.offset(), "another record arrived: " + rec.value());
+                    r = rec;
+                }
+            }
+            c.acknowledge(r, AcknowledgeType.ACCEPT);
+            committed(c.commitSync(), "accept");
+            System.out.println("renewed " + renewed + " accepted " + r.value());
+        }
+    }
+
+    private static void committed(Map<TopicIdPartition, Optional<KafkaException>> res, String what) {
+        for (Map.Entry<TopicIdPartition, Optional<KafkaException>> e : res.entrySet()) {
+            Main.check(e.getValue().isEmpty(), what + " refused on " + e.getKey() + ": " + e.getValue());
+        }
+    }
+
     static void compete(Main.Env env) throws Exception {
         fromEarliest(env);
         String stop = System.getenv("BATON_SHARE_STOP");
