@@ -13,6 +13,7 @@ use crate::share_groups::{Held, SharePart};
 use crate::topics::s;
 use crate::Ctx;
 use baton_core::{AckItem, AckStatus};
+use futures_util::future::join_all;
 use kafka_protocol::messages::*;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -180,7 +181,8 @@ async fn settle_items(
 }
 
 /// KIP-1222: each partition with a record renewed gets its lease extended by the group's
-/// lock time from now (one engine call each, bounded by the request's partitions). Baton
+/// lock time from now (one engine call each, all at once, bounded by the request's
+/// partitions). Baton
 /// holds a partition's acquired records under one lease, so renewing one of them renews
 /// every record of that partition this member holds: none is held for less than asked.
 /// A partition whose lease this request's own acks ended, or that failed, is not renewed.
@@ -193,14 +195,16 @@ async fn renew_locks(
 ) {
     let lock = crate::group_configs::share_settings(ctx, group).await.lock;
     let secs = lock.as_millis().div_ceil(1000).max(1) as u64;
-    for key in renew {
-        if out.get(&key).is_some_and(|(code, _)| *code != NONE) {
-            continue;
-        }
-        let Some(lease) = held.get(&key).map(|h| h.lease) else {
-            continue;
-        };
-        match ctx.engine.extend(lease, Some(secs)).await {
+    let todo: Vec<(SharePart, baton_core::LeaseId)> = renew
+        .into_iter()
+        .filter(|k| out.get(k).is_none_or(|(code, _)| *code == NONE))
+        .filter_map(|k| held.get(&k).map(|h| (k, h.lease)))
+        .collect();
+    // Sent together, so the planner commits them together: a request naming thousands of
+    // partitions costs a group commit or two, not one fdatasync per partition in turn.
+    let results = join_all(todo.iter().map(|(_, lease)| ctx.engine.extend(*lease, Some(secs)))).await;
+    for ((key, _), r) in todo.into_iter().zip(results) {
+        match r {
             Ok(_) => {
                 if let Some(h) = held.get_mut(&key) {
                     h.expires = Instant::now() + lock;
