@@ -40,42 +40,13 @@ fn create(k: &mut Kafka, t: &str, partitions: i32) -> Uuid {
 /// A version 2 ShareFetch: `mode` is ShareAcquireMode, `renew` IsRenewAck.
 fn fetch_v2(
     k: &mut Kafka,
-    (group, member, epoch): (&str, &str, i32),
+    who: (&str, &str, i32),
     parts: &[(Uuid, i32, Acks)],
     max_records: i32,
     mode: i8,
     renew: bool,
 ) -> ShareFetchResponse {
-    use share_fetch_request as f;
-    let mut topics: Vec<f::FetchTopic> = Vec::new();
-    for (t, p, acks) in parts {
-        let batches = acks
-            .iter()
-            .map(|(a, b, ty)| {
-                f::AcknowledgementBatch::default()
-                    .with_first_offset(*a)
-                    .with_last_offset(*b)
-                    .with_acknowledge_types(ty.clone())
-            })
-            .collect();
-        let part = f::FetchPartition::default().with_partition_index(*p).with_acknowledgement_batches(batches);
-        match topics.iter_mut().find(|x| x.topic_id == *t) {
-            Some(x) => x.partitions.push(part),
-            None => topics.push(f::FetchTopic::default().with_topic_id(*t).with_partitions(vec![part])),
-        }
-    }
-    let req = ShareFetchRequest::default()
-        .with_group_id(Some(GroupId(name(group))))
-        .with_member_id(Some(name(member)))
-        .with_share_session_epoch(epoch)
-        .with_max_wait_ms(300)
-        .with_min_bytes(1)
-        .with_max_bytes(1 << 20)
-        .with_max_records(max_records)
-        .with_batch_size(max_records)
-        .with_share_acquire_mode(mode)
-        .with_is_renew_ack(renew)
-        .with_topics(topics);
+    let req = share_fetch_req(who, parts, 300, max_records).with_share_acquire_mode(mode).with_is_renew_ack(renew);
     k.call(ApiKey::ShareFetch, 2, &req)
 }
 
@@ -83,30 +54,12 @@ fn fetch_v2(
 fn ack_at(
     k: &mut Kafka,
     version: i16,
-    (group, member, epoch): (&str, &str, i32),
-    (t, p): (Uuid, i32),
+    who: (&str, &str, i32),
+    part: (Uuid, i32),
     acks: Acks,
     renew: bool,
 ) -> ShareAcknowledgeResponse {
-    use share_acknowledge_request as a;
-    let batches = acks
-        .iter()
-        .map(|(x, y, ty)| {
-            a::AcknowledgementBatch::default()
-                .with_first_offset(*x)
-                .with_last_offset(*y)
-                .with_acknowledge_types(ty.clone())
-        })
-        .collect();
-    let req = ShareAcknowledgeRequest::default()
-        .with_group_id(Some(GroupId(name(group))))
-        .with_member_id(Some(name(member)))
-        .with_share_session_epoch(epoch)
-        .with_is_renew_ack(renew)
-        .with_topics(vec![a::AcknowledgeTopic::default().with_topic_id(t).with_partitions(vec![
-            a::AcknowledgePartition::default().with_partition_index(p).with_acknowledgement_batches(batches),
-        ])]);
-    k.call(ApiKey::ShareAcknowledge, version, &req)
+    k.call(ApiKey::ShareAcknowledge, version, &share_ack_req(who, part, acks).with_is_renew_ack(renew))
 }
 
 fn ack_code(r: &ShareAcknowledgeResponse) -> i16 {

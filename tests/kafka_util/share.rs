@@ -41,6 +41,18 @@ pub fn share_fetch(
     parts: &[(Uuid, i32, Acks)],
     wait_ms: i32,
 ) -> ShareFetchResponse {
+    let req = share_fetch_req((group, member, epoch), parts, wait_ms, 500);
+    k.call(ApiKey::ShareFetch, 1, &req)
+}
+
+/// A ShareFetch of `parts` with their acknowledgements, up to `max_records`; set version 2's
+/// fields on it to send it at 2.
+pub fn share_fetch_req(
+    (group, member, epoch): (&str, &str, i32),
+    parts: &[(Uuid, i32, Acks)],
+    wait_ms: i32,
+    max_records: i32,
+) -> ShareFetchRequest {
     use share_fetch_request as f;
     let mut topics: Vec<f::FetchTopic> = Vec::new();
     for (t, p, acks) in parts {
@@ -59,17 +71,16 @@ pub fn share_fetch(
             None => topics.push(f::FetchTopic::default().with_topic_id(*t).with_partitions(vec![part])),
         }
     }
-    let req = ShareFetchRequest::default()
+    ShareFetchRequest::default()
         .with_group_id(Some(GroupId(name(group))))
         .with_member_id(Some(name(member)))
         .with_share_session_epoch(epoch)
         .with_max_wait_ms(wait_ms)
         .with_min_bytes(1)
         .with_max_bytes(1 << 20)
-        .with_max_records(500)
-        .with_batch_size(500)
-        .with_topics(topics);
-    k.call(ApiKey::ShareFetch, 1, &req)
+        .with_max_records(max_records)
+        .with_batch_size(max_records)
+        .with_topics(topics)
 }
 
 pub fn share_ack(
@@ -81,8 +92,17 @@ pub fn share_ack(
     p: i32,
     acks: Acks,
 ) -> ShareAcknowledgeResponse {
+    k.call(ApiKey::ShareAcknowledge, 1, &share_ack_req((group, member, epoch), (t, p), acks))
+}
+
+/// A ShareAcknowledge of one partition; set version 2's field on it to send it at 2.
+pub fn share_ack_req(
+    (group, member, epoch): (&str, &str, i32),
+    (t, p): (Uuid, i32),
+    acks: Acks,
+) -> ShareAcknowledgeRequest {
     use share_acknowledge_request as a;
-    let req = ShareAcknowledgeRequest::default()
+    ShareAcknowledgeRequest::default()
         .with_group_id(Some(GroupId(name(group))))
         .with_member_id(Some(name(member)))
         .with_share_session_epoch(epoch)
@@ -97,8 +117,7 @@ pub fn share_ack(
                     })
                     .collect(),
             ),
-        ])]);
-    k.call(ApiKey::ShareAcknowledge, 1, &req)
+        ])])
 }
 
 /// (offset, delivery count) of every acquired record of one partition in an answer, and

@@ -5,16 +5,21 @@
 #   the one-message transaction pipeline: bench pipeline --partitions 200 --workers 256 --batch 1 --count 60000
 #   push of 100 x 256 B per request:      bench produce --batch 100 --size 256 --workers 16 --duration 10
 # The load generator runs on the same 2 cores as every server.
+# PUSH_BODY=binary sends the pushes as Queen's binary push body (default json);
+# PIPELINE=0 skips the pipeline.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 OUT=$1; RUNS=${2:-3}
 G=target/release/baton
 export BATON_CLUSTER_DIR=/tmp/bench-cluster
+BODY=${PUSH_BODY:-json}
 measure() { # side url run
-  $G bench pipeline --url "$2" --partitions 200 --workers 256 --batch 1 --count 60000 \
-    --json-out "$OUT" --label "$1-pipeline-r$3" --no-progress
-  $G bench produce --url "$2" --batch 100 --size 256 --workers 16 --duration 10 \
-    --json-out "$OUT" --label "$1-push100-r$3" --no-progress
+  if [ "${PIPELINE:-1}" = 1 ]; then
+    $G bench pipeline --url "$2" --partitions 200 --workers 256 --batch 1 --count 60000 \
+      --json-out "$OUT" --label "$1-pipeline-r$3" --no-progress
+  fi
+  $G bench produce --url "$2" --batch 100 --size 256 --workers 16 --duration 10 --push-body "$BODY" \
+    --json-out "$OUT" --label "$1-push100-$BODY-r$3" --no-progress
 }
 for r in $(seq "$RUNS"); do
   rm -rf /tmp/bench-single; $G serve --data-dir /tmp/bench-single --http-addr 127.0.0.1:6690 --kafka-addr 127.0.0.1:0 >/dev/null 2>&1 </dev/null & SP=$!

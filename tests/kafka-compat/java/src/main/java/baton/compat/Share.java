@@ -59,6 +59,17 @@ final class Share {
         }
     }
 
+    /** A member of GROUP that acknowledges each record itself. */
+    static Properties explicitMember(Main.Env env) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", env.bootstrap());
+        p.put("group.id", env.group());
+        p.put("share.acknowledgement.mode", "explicit");
+        p.put("key.deserializer", StringDeserializer.class.getName());
+        p.put("value.deserializer", StringDeserializer.class.getName());
+        return p;
+    }
+
     /**
      * The share-consume benchmark (docs/benchmarks/kafka-share.md): BATON_SHARE_CONSUMERS
      * members (threads) accept every record of TOPIC one by one (explicit mode; the
@@ -77,12 +88,7 @@ final class Share {
         List<Thread> ts = new java.util.ArrayList<>();
         for (int t = 0; t < threads; t++) {
             Thread th = new Thread(() -> {
-                Properties p = new Properties();
-                p.put("bootstrap.servers", env.bootstrap());
-                p.put("group.id", env.group());
-                p.put("share.acknowledgement.mode", "explicit");
-                p.put("key.deserializer", StringDeserializer.class.getName());
-                p.put("value.deserializer", StringDeserializer.class.getName());
+                Properties p = explicitMember(env);
                 try (KafkaShareConsumer<String, String> c = new KafkaShareConsumer<>(p)) {
                     c.subscribe(List.of(env.topic()));
                     while (done.get() < want && System.nanoTime() < end) {
@@ -132,13 +138,7 @@ final class Share {
                     AlterConfigOp.OpType.SET);
             a.incrementalAlterConfigs(Map.of(g, List.of(op))).all().get();
         }
-        Properties p = new Properties();
-        p.put("bootstrap.servers", env.bootstrap());
-        p.put("group.id", env.group());
-        p.put("share.acknowledgement.mode", "explicit");
-        p.put("key.deserializer", StringDeserializer.class.getName());
-        p.put("value.deserializer", StringDeserializer.class.getName());
-        try (KafkaShareConsumer<String, String> c = new KafkaShareConsumer<>(p)) {
+        try (KafkaShareConsumer<String, String> c = new KafkaShareConsumer<>(explicitMember(env))) {
             c.subscribe(List.of(env.topic()));
             ConsumerRecord<String, String> r = null;
             long end = System.nanoTime() + Main.DEADLINE.toNanos();
@@ -179,14 +179,9 @@ final class Share {
         fromEarliest(env);
         String stop = System.getenv("BATON_SHARE_STOP");
         Main.check(stop != null, "BATON_SHARE_STOP names the file that ends the run");
-        Properties p = new Properties();
-        p.put("bootstrap.servers", env.bootstrap());
-        p.put("group.id", env.group());
+        Properties p = explicitMember(env);
         p.put("client.id", "baton-share-compat");
-        p.put("share.acknowledgement.mode", "explicit");
         p.put("max.poll.records", "20");
-        p.put("key.deserializer", StringDeserializer.class.getName());
-        p.put("value.deserializer", StringDeserializer.class.getName());
         long end = System.nanoTime() + Duration.ofMinutes(2).toNanos();
         try (KafkaShareConsumer<String, String> c = new KafkaShareConsumer<>(p)) {
             c.subscribe(List.of(env.topic()));
