@@ -49,12 +49,16 @@ final class Share {
      * Apache Kafka and on Baton).
      */
     static void fromEarliest(Main.Env env) throws Exception {
+        setGroupConfig(env, "share.auto.offset.reset", "earliest");
+    }
+
+    /** Sets one config of GROUP with the admin client (IncrementalAlterConfigs, SET). */
+    static void setGroupConfig(Main.Env env, String name, String value) throws Exception {
         Properties p = new Properties();
         p.put("bootstrap.servers", env.bootstrap());
         try (Admin a = Admin.create(p)) {
             ConfigResource g = new ConfigResource(ConfigResource.Type.GROUP, env.group());
-            AlterConfigOp op = new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"),
-                    AlterConfigOp.OpType.SET);
+            AlterConfigOp op = new AlterConfigOp(new ConfigEntry(name, value), AlterConfigOp.OpType.SET);
             a.incrementalAlterConfigs(Map.of(g, List.of(op))).all().get();
         }
     }
@@ -130,14 +134,7 @@ final class Share {
      */
     static void renew(Main.Env env) throws Exception {
         fromEarliest(env);
-        Properties ap = new Properties();
-        ap.put("bootstrap.servers", env.bootstrap());
-        try (Admin a = Admin.create(ap)) {
-            ConfigResource g = new ConfigResource(ConfigResource.Type.GROUP, env.group());
-            AlterConfigOp op = new AlterConfigOp(new ConfigEntry("share.record.lock.duration.ms", "2000"),
-                    AlterConfigOp.OpType.SET);
-            a.incrementalAlterConfigs(Map.of(g, List.of(op))).all().get();
-        }
+        setGroupConfig(env, "share.record.lock.duration.ms", "2000");
         try (KafkaShareConsumer<String, String> c = new KafkaShareConsumer<>(explicitMember(env))) {
             c.subscribe(List.of(env.topic()));
             ConsumerRecord<String, String> r = null;
