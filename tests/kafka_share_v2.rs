@@ -168,3 +168,29 @@ fn record_limit_never_acquires_past_max_records() {
         assert_eq!((r.error_code, count(&r)), (0, want), "{group}: mode {mode}, max {max}: {r:?}");
     }
 }
+
+/// Record-limit with fewer records allowed than free partitions must not always pick the
+/// same partition: one that always has data would starve the others.
+#[test]
+fn record_limit_takes_turns_over_the_partitions() {
+    let (_s, port) = Server::start_kafka(&[]);
+    let mut k = Kafka::connect(port);
+    let t = create(&mut k, "turns", 2);
+    for p in 0..2 {
+        produce_n(&mut k, "turns", p, 5, "x");
+    }
+    share_from_earliest(&mut k, "g");
+    heartbeat(&mut k, "g", "m", 0, Some(&["turns"]));
+    let mut acks: Vec<(Uuid, i32, Acks)> = vec![(t, 0, vec![]), (t, 1, vec![])];
+    let mut seen = std::collections::BTreeSet::new();
+    for epoch in 0..4 {
+        let r = fetch_v2(&mut k, ("g", "m", epoch), &acks, 1, 1, false);
+        assert_eq!(r.error_code, 0, "{r:?}");
+        let got: Vec<(i32, i64)> = (0..2).flat_map(|p| acquired(&r, t, p).into_iter().map(move |x| (p, x.0))).collect();
+        assert_eq!(got.len(), 1, "record-limit 1: {got:?}");
+        seen.insert(got[0].0);
+        // Accept it with the next fetch, which frees its partition again.
+        acks = vec![(t, got[0].0, vec![(got[0].1, got[0].1, vec![ACCEPT])])];
+    }
+    assert_eq!(seen.len(), 2, "only partition {seen:?} was ever served");
+}

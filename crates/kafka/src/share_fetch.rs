@@ -98,6 +98,7 @@ async fn acquire(
     (group, member): (&str, &str),
     max_records: i32,
     strict: bool,
+    turn: usize,
     wait: Duration,
     settings: &ShareSettings,
 ) -> HashMap<SharePart, Got> {
@@ -130,7 +131,11 @@ async fn acquire(
         for w in &mut waits {
             w.as_mut().enable();
         }
-        let shares = shares_of(max_records.max(1) as usize, free.len(), strict);
+        // Start each request at another partition: under record-limit the first ones get the
+        // records, and a partition that always has some must not starve the rest.
+        let n = free.len();
+        free.rotate_left(turn % n);
+        let shares = shares_of(max_records.max(1) as usize, n, strict);
         free.truncate(shares.iter().filter(|n| **n > 0).count());
         let pops = free.iter().zip(&shares).map(|(((_, idx), topic), per)| {
             ctx.engine.pop(PopRequest {
@@ -299,7 +304,7 @@ pub async fn fetch(ctx: &Ctx, req: ShareFetchRequest) -> ShareFetchResponse {
         let max = if req.max_records <= 0 { DEFAULT_MAX_RECORDS } else { req.max_records.min(MAX_RECORDS) };
         let wait = Duration::from_millis(req.max_wait_ms.max(0) as u64).min(ctx.cfg.max_fetch_wait);
         let strict = req.share_acquire_mode == RECORD_LIMIT;
-        got = acquire(ctx, (&group, &member), max, strict, wait, &settings).await;
+        got = acquire(ctx, (&group, &member), max, strict, epoch.max(0) as usize, wait, &settings).await;
     }
     // Partitions the session names whose topic is gone.
     if epoch != -1 {
