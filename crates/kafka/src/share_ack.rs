@@ -16,7 +16,7 @@ use baton_core::{AckItem, AckStatus};
 use futures_util::future::join_all;
 use kafka_protocol::messages::*;
 use std::collections::{BTreeMap, HashMap};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 const GAP: i8 = 0;
@@ -59,7 +59,7 @@ async fn acknowledge(
     group: &str,
     member: &str,
     wants: Vec<(SharePart, AckBatches)>,
-    renewing: bool,
+    renew: Option<Duration>,
 ) -> AckOutcome {
     if wants.is_empty() {
         return HashMap::new();
@@ -70,7 +70,7 @@ async fn acknowledge(
         .update(group, member, |sess| keys.iter().filter_map(|k| sess.held.get(k).map(|h| (*k, h.clone()))).collect())
         .unwrap_or_default();
     let before: Vec<(SharePart, baton_core::LeaseId)> = held.iter().map(|(k, h)| (*k, h.lease)).collect();
-    let out = settle(ctx, group, &mut held, wants, renewing).await;
+    let out = settle(ctx, group, &mut held, wants, renew).await;
     ctx.shares.update(group, member, |sess| {
         for (k, lease) in before {
             if sess.held.get(&k).is_none_or(|h| h.lease != lease) {
@@ -94,7 +94,7 @@ async fn settle(
     group: &str,
     held: &mut HashMap<SharePart, Held>,
     wants: Vec<(SharePart, AckBatches)>,
-    renewing: bool,
+    renew_lock: Option<Duration>,
 ) -> AckOutcome {
     let mut out: AckOutcome = HashMap::new();
     // (share partition, offset, status) of each item, in the items' order.
@@ -106,7 +106,7 @@ async fn settle(
             out.insert(*key, (INVALID_RECORD_STATE, Some("no records of this partition are acquired".into())));
             continue;
         };
-        match plan_acks(h, batches, renewing) {
+        match plan_acks(h, batches, renew_lock.is_some()) {
             Ok((v, renews)) => {
                 if renews {
                     renew.push(*key);
@@ -131,8 +131,8 @@ async fn settle(
     if !items.is_empty() {
         settle_items(ctx, group, held, &mut out, keys, items).await;
     }
-    if !renew.is_empty() {
-        renew_locks(ctx, group, held, &mut out, renew).await;
+    if let Some(lock) = renew_lock.filter(|_| !renew.is_empty()) {
+        renew_locks(ctx, lock, held, &mut out, renew).await;
     }
     out
 }
@@ -188,12 +188,11 @@ async fn settle_items(
 /// A partition whose lease this request's own acks ended, or that failed, is not renewed.
 async fn renew_locks(
     ctx: &Ctx,
-    group: &str,
+    lock: Duration,
     held: &mut HashMap<SharePart, Held>,
     out: &mut AckOutcome,
     renew: Vec<SharePart>,
 ) {
-    let lock = crate::group_configs::share_settings(ctx, group).await.lock;
     let secs = lock.as_millis().div_ceil(1000).max(1) as u64;
     let todo: Vec<(SharePart, baton_core::LeaseId)> = renew
         .into_iter()
@@ -292,7 +291,7 @@ async fn acknowledge_closed(
     }
     let mut held: HashMap<SharePart, Held> = released.drain(..).map(|h| (h.key, h)).collect();
     // Renewals of a closing session's records would be released at once: none is made.
-    let out = settle(ctx, group, &mut held, acks, false).await;
+    let out = settle(ctx, group, &mut held, acks, None).await;
     released.extend(held.into_values());
     out
 }
@@ -307,12 +306,12 @@ pub(crate) async fn settle_request(
     epoch: i32,
     acks: Vec<(SharePart, AckBatches)>,
     mut released: Vec<Held>,
-    renewing: bool,
+    renew: Option<Duration>,
 ) -> AckOutcome {
     let out = if epoch == -1 {
         acknowledge_closed(ctx, group, acks, &mut released).await
     } else {
-        acknowledge(ctx, group, member, acks, renewing).await
+        acknowledge(ctx, group, member, acks, renew).await
     };
     release(ctx, group, released).await;
     out
@@ -351,13 +350,16 @@ pub async fn acknowledge_request(ctx: &Ctx, req: ShareAcknowledgeRequest) -> Sha
         Ok(((), closed)) => closed,
         Err(code) => return r.with_error_code(code),
     };
-    let acked = settle_request(ctx, &group, &member, epoch, acks, released, req.is_renew_ack).await;
-    let r = if req.is_renew_ack {
-        // Version 2: how long the renewed records are now held.
-        let lock = crate::group_configs::share_settings(ctx, &group).await.lock;
-        r.with_acquisition_lock_timeout_ms(lock.as_millis().min(i32::MAX as u128) as i32)
-    } else {
-        r
+    // The group's lock time, read once: what a renewal extends by, and (version 2) what the
+    // answer says the renewed records are held for.
+    let renew = match req.is_renew_ack {
+        true => Some(crate::group_configs::share_settings(ctx, &group).await.lock),
+        false => None,
+    };
+    let acked = settle_request(ctx, &group, &member, epoch, acks, released, renew).await;
+    let r = match renew {
+        Some(lock) => r.with_acquisition_lock_timeout_ms(lock.as_millis().min(i32::MAX as u128) as i32),
+        None => r,
     };
     let mut topics: BTreeMap<Uuid, Vec<a::PartitionData>> = BTreeMap::new();
     for (k, (code, msg)) in acked {

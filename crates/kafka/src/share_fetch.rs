@@ -296,7 +296,8 @@ pub async fn fetch(ctx: &Ctx, req: ShareFetchRequest) -> ShareFetchResponse {
         }
     }
     // Acknowledgements first (they may free a partition to acquire from again).
-    let acked = settle_request(ctx, &group, &member, epoch, acks, released, req.is_renew_ack).await;
+    let renew = req.is_renew_ack.then_some(settings.lock);
+    let acked = settle_request(ctx, &group, &member, epoch, acks, released, renew).await;
     let mut got = HashMap::new();
     // KIP-1222: a fetch that renews locks is the consumer still working on what it holds;
     // it acquires nothing more, as on Kafka.
