@@ -66,6 +66,15 @@ fn invalid(m: impl Into<String>) -> CoreError {
     CoreError::bad("invalid_config", m)
 }
 
+/// A whole number from `lo` to `hi`.
+fn int_in(name: &str, value: &str, lo: i64, hi: i64) -> Result<(), CoreError> {
+    match value.parse::<i64>() {
+        Ok(v) if (lo..=hi).contains(&v) => Ok(()),
+        _ if hi == i64::MAX => Err(invalid(format!("{name}: {value:?} is not a number of at least {lo}"))),
+        _ => Err(invalid(format!("{name}: {value:?} is not a number from {lo} to {hi}"))),
+    }
+}
+
 /// Checks one value of a known config.
 pub fn check(name: &str, value: &str) -> Result<(), CoreError> {
     if value.len() > MAX_CONFIG_VALUE {
@@ -91,32 +100,10 @@ pub fn check(name: &str, value: &str) -> Result<(), CoreError> {
             .filter(|r| (0.0..=1.0).contains(r))
             .map(|_| ())
             .ok_or_else(|| invalid(format!("{name}: {value:?} is not a ratio from 0 to 1"))),
-        "segment.bytes" => value
-            .parse::<i64>()
-            .ok()
-            .filter(|v| (MIN_SEGMENT_BYTES as i64..=i64::from(i32::MAX)).contains(v))
-            .map(|_| ())
-            .ok_or_else(|| {
-                invalid(format!("{name}: {value:?} is not a number from {MIN_SEGMENT_BYTES} to {}", i32::MAX))
-            }),
-        "segment.ms" | "max.compaction.lag.ms" => value
-            .parse::<i64>()
-            .ok()
-            .filter(|v| *v >= MIN_ROLL_MS)
-            .map(|_| ())
-            .ok_or_else(|| invalid(format!("{name}: {value:?} is not a number of at least {MIN_ROLL_MS}"))),
-        "retention.ms" | "retention.bytes" => value
-            .parse::<i64>()
-            .ok()
-            .filter(|v| *v >= -1)
-            .map(|_| ())
-            .ok_or_else(|| invalid(format!("{name}: {value:?} is not a number of at least -1"))),
-        _ => value
-            .parse::<i64>()
-            .ok()
-            .filter(|v| *v >= 0)
-            .map(|_| ())
-            .ok_or_else(|| invalid(format!("{name}: {value:?} is not a number of at least 0"))),
+        "segment.bytes" => int_in(name, value, MIN_SEGMENT_BYTES as i64, i64::from(i32::MAX)),
+        "segment.ms" | "max.compaction.lag.ms" => int_in(name, value, MIN_ROLL_MS, i64::MAX),
+        "retention.ms" | "retention.bytes" => int_in(name, value, -1, i64::MAX),
+        _ => int_in(name, value, 0, i64::MAX),
     }
 }
 
