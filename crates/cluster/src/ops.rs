@@ -138,6 +138,17 @@ impl Member {
             "Voters in the membership in effect.",
             m.membership_config.membership().voter_ids().count() as u64,
         );
+        let _ = writeln!(
+            out,
+            "# HELP baton_clock_follows_total Times this member took its leader's clock, more than --clock-follow-ms from its own (D72).\n# TYPE baton_clock_follows_total counter\nbaton_clock_follows_total {}",
+            baton_core::clock::follows()
+        );
+        gauge(
+            out,
+            "baton_clock_follow_beyond_ms",
+            "--clock-follow-ms: how far from its leader's clock this member's may be (0: it keeps its own).",
+            baton_core::clock::follow_beyond_ms(),
+        );
         if let Some(ms) = m.millis_since_quorum_ack {
             gauge(
                 out,

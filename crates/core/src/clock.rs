@@ -13,10 +13,15 @@
 //! wall clock anchors it again, but never behind the last entry in the log.
 //! What it gives up: a correction of the system clock shows in message
 //! timestamps only after a reboot, or a start after deleting `<data>/clock`.
+//!
+//! A cluster member follows its leader's clock (D72): a follower that hears a leader whose
+//! clock is further from its own than `--clock-follow-ms` takes the leader's, so state time
+//! goes on from the last leader's clock at a failover whatever the wall clocks say.
 //! Must never read the wall clock except to anchor.
 
 use crate::model::Micros;
-use std::path::Path;
+use parking_lot::Mutex;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering::SeqCst};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -24,6 +29,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 static OFFSET: AtomicI64 = AtomicI64::new(i64::MIN);
 
 const FILE: &str = "clock";
+
+/// The data directory `start` anchored for, where a followed leader's clock is recorded.
+static DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// A follower takes its leader's clock once the two are further apart than this, in µs;
+/// 0: never (D72). The default is `--clock-follow-ms`'s.
+static FOLLOW_BEYOND: AtomicI64 = AtomicI64::new(1_000_000);
 
 /// A saved offset further than this from the wall clock's is not a clock that drifted or
 /// was set wrong but a damaged file: the wall clock anchors instead.
@@ -75,7 +87,67 @@ pub fn now() -> Micros {
 /// `last_ts` (see [`anchor`]). Called once, after recovery and before anything is planned.
 pub fn start(dir: &Path, last_ts: Micros) -> Result<(), String> {
     OFFSET.store(anchor(dir, last_ts)?, SeqCst);
+    *DIR.lock() = Some(dir.to_path_buf());
     Ok(())
+}
+
+/// Times this member took its leader's clock (`baton_clock_follows_total`).
+static FOLLOWS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+pub fn follows() -> u64 {
+    FOLLOWS.load(SeqCst)
+}
+
+pub fn follow_beyond_ms() -> u64 {
+    FOLLOW_BEYOND.load(SeqCst) as u64 / 1000
+}
+
+/// `--clock-follow-ms`: how far a follower's clock may be from its leader's before it takes
+/// the leader's; 0 turns following off (each member keeps the clock its start anchored).
+pub fn follow_beyond(ms: u64) {
+    FOLLOW_BEYOND.store(i64::try_from(ms.saturating_mul(1000)).unwrap_or(i64::MAX), SeqCst);
+}
+
+/// A follower accepted an append from its leader, whose clock reads `leader_now` (its time at
+/// sending plus how long the append took here: a little behind the leader's, never ahead).
+/// Takes the leader's clock when it is further from this member's than `--clock-follow-ms`
+/// (D72), and says whether it did, so that the caller records it with [`save`] away from
+/// the request. Only the first leader's anchor (the wall clock at its start) reaches state
+/// time: every member after it goes on from its predecessor's clock. Without this a new
+/// leader whose wall clock ran an hour ahead moved state time forward by the hour (dedup
+/// windows ran out, delays passed, leases expired early; `tests/cluster_clock.rs`).
+/// A reading further than `MAX_DRIFT` from this member's clock is not a clock but a damaged
+/// or forged request: ignored.
+pub fn heard_leader(leader_now: Micros) -> bool {
+    now();
+    let mine = OFFSET.load(SeqCst);
+    let Some(theirs) = followed(mine, leader_now, FOLLOW_BEYOND.load(SeqCst)) else { return false };
+    OFFSET.store(theirs, SeqCst);
+    FOLLOWS.fetch_add(1, SeqCst);
+    tracing::warn!(
+        moved_ms = (theirs - mine) / 1000,
+        "this member's clock was apart from its leader's: it follows the leader's (D72)"
+    );
+    true
+}
+
+/// The offset that makes this member's clock (at `mine`) read `leader_now`, when the two are
+/// further apart than `beyond` µs (0: never) and not implausibly far.
+fn followed(mine: i64, leader_now: Micros, beyond: i64) -> Option<i64> {
+    let theirs = i64::try_from(leader_now).ok()?.saturating_sub(boot_micros());
+    let apart = theirs.abs_diff(mine);
+    (beyond > 0 && apart > beyond as u64 && apart <= MAX_DRIFT as u64).then_some(theirs)
+}
+
+/// Records the clock in force in `<data>/clock`, so that a restart on this boot goes on
+/// from the leader's clock it followed rather than from its own wall clock.
+pub fn save() {
+    let Some(dir) = DIR.lock().clone() else { return };
+    let Some(b) = boot_id() else { return };
+    let path = dir.join(FILE);
+    if let Err(e) = write(&dir, &path, &format!("{b} {}\n", OFFSET.load(SeqCst))) {
+        tracing::warn!(error = %e, "could not record the followed clock in {}", path.display());
+    }
 }
 
 /// A cluster member that starts to lead (D40) with its clock behind `last_ts`, the log's last
@@ -194,6 +266,24 @@ mod tests {
         assert!(t > ahead && t < ahead + minute / 2, "goes on from the last entry: {t} vs {ahead}");
         assert_eq!(raised(moved.offset, ahead - minute), None, "an older entry moves nothing");
         assert_eq!(raised(moved.offset, t - 1), None, "nor one it is already past");
+    }
+
+    #[test]
+    fn a_follower_takes_a_leaders_clock_only_beyond_the_bound() {
+        let hour = 3_600_000_000u64;
+        let second = 1_000_000i64;
+        let mine = Clock::anchored_at(system_micros());
+        let at = |o: i64| Clock { offset: o }.now();
+        // A leader two hours behind (or ahead): taken, to within the time of the call.
+        for leader in [mine.now() - 2 * hour, mine.now() + 2 * hour] {
+            let o = followed(mine.offset, leader, second).expect("two hours apart: followed");
+            assert!(at(o).abs_diff(leader) < 500_000, "{} vs {leader}", at(o));
+        }
+        // Within the bound, or following off, or a reading no clock gives: kept.
+        assert_eq!(followed(mine.offset, mine.now() + 900_000, second), None);
+        assert_eq!(followed(mine.offset, mine.now() + hour, 0), None);
+        assert_eq!(followed(mine.offset, mine.now() + 400 * 24 * hour, second), None);
+        assert_eq!(followed(mine.offset, u64::MAX, second), None);
     }
 
     #[test]

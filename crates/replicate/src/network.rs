@@ -7,6 +7,8 @@
 //! and the receiver refuses a body over the same bound with 413 before it decodes anything.
 //! A body that does not decode is 400 and changes nothing. Must never panic on what a peer
 //! sends, and never wait past openraft's deadline for an answer.
+//! Every append carries the sender's clock (`x-baton-clock`, µs); a follower that accepts it
+//! hands it to the engine, which follows its leader's clock (D72).
 //! The Raft port trusts whoever reaches it (no authentication yet): bind it to a private
 //! network, as docs/cluster.md says.
 
@@ -44,6 +46,19 @@ fn codec(limit: usize) -> impl Options {
     bincode::options().with_limit(limit as u64).with_fixint_encoding()
 }
 
+/// The engine's clock as Raft carries it (D72): `now` is read as each append is sent;
+/// `heard` takes the leader's time when this member accepted an append from it and says
+/// whether this member's clock moved, then `save` (blocking: it syncs a file) records it.
+#[derive(Debug, Clone, Copy)]
+pub struct Timekeeper {
+    pub now: fn() -> u64,
+    pub heard: fn(u64) -> bool,
+    pub save: fn(),
+}
+
+/// The header an append carries its sender's clock in.
+const CLOCK_HEADER: &str = "x-baton-clock";
+
 /// Where to dial a member instead of the address its membership entry gives (a proxy in a
 /// fault test; a different interface in a deployment), looked up at every call.
 pub type Routes = Arc<RwLock<BTreeMap<NodeId, String>>>;
@@ -54,16 +69,17 @@ pub struct Network {
     client: reqwest::Client,
     max_rpc_bytes: usize,
     routes: Routes,
+    clock: Option<Timekeeper>,
 }
 
 impl Network {
-    pub fn new(max_rpc_bytes: usize, routes: Routes) -> Network {
+    pub fn new(max_rpc_bytes: usize, routes: Routes, clock: Option<Timekeeper>) -> Network {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(1))
             .pool_idle_timeout(Duration::from_secs(30))
             .build()
             .expect("a plain HTTP client builds");
-        Network { client, max_rpc_bytes, routes }
+        Network { client, max_rpc_bytes, routes, clock }
     }
 }
 
@@ -77,6 +93,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             routes: Arc::clone(&self.routes),
             target,
             max: self.max_rpc_bytes,
+            clock: self.clock,
         }
     }
 }
@@ -87,6 +104,7 @@ pub struct Peer {
     routes: Routes,
     target: NodeId,
     max: usize,
+    clock: Option<Timekeeper>,
 }
 
 type Rpc<E> = RPCError<NodeId, BasicNode, RaftError<NodeId, E>>;
@@ -117,15 +135,15 @@ impl Peer {
                 });
             }
         };
-        let sent = self
+        let mut post = self
             .client
             .post(format!("http://{}{path}", self.routes.read().get(&self.target).unwrap_or(&self.addr)))
             .timeout(option.hard_ttl())
-            .header("content-type", "application/octet-stream")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))?;
+            .header("content-type", "application/octet-stream");
+        if let Some(clock) = self.clock.filter(|_| entries.is_some()) {
+            post = post.header(CLOCK_HEADER, (clock.now)());
+        }
+        let sent = post.body(body).send().await.map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))?;
         let status = sent.status();
         let bytes = sent.bytes().await.map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         if !status.is_success() {
@@ -174,11 +192,18 @@ struct Served {
     max: usize,
     /// Whether this member may lead (`NodeConfig::stands`).
     stands: bool,
+    clock: Option<Timekeeper>,
 }
 
 /// The receiving side: the routes a node serves on its Raft address, `/raft/about` (this
 /// member's own addresses, `directory`) among them.
-pub fn router(raft: Raft, max_rpc_bytes: usize, about: crate::directory::About, stands: bool) -> Router {
+pub fn router(
+    raft: Raft,
+    max_rpc_bytes: usize,
+    about: crate::directory::About,
+    stands: bool,
+    clock: Option<Timekeeper>,
+) -> Router {
     let about = Arc::new(about);
     Router::new()
         .route("/raft/about", axum::routing::get(move || async move { axum::Json((*about).clone()) }))
@@ -188,7 +213,7 @@ pub fn router(raft: Raft, max_rpc_bytes: usize, about: crate::directory::About, 
         .route("/raft/elect", post(elect))
         .layer(DefaultBodyLimit::max(max_rpc_bytes))
         .layer(axum::middleware::from_fn_with_state(max_rpc_bytes, refuse_declared_oversize))
-        .with_state(Served { raft, max: max_rpc_bytes, stands })
+        .with_state(Served { raft, max: max_rpc_bytes, stands, clock })
 }
 
 /// A body whose declared length is over the bound is refused from its headers, before a byte
@@ -229,12 +254,26 @@ fn encode<T: Serialize>(max: usize, answer: &T) -> Response {
     }
 }
 
-async fn append(State(s): State<Served>, body: Bytes) -> Response {
+async fn append(State(s): State<Served>, headers: axum::http::HeaderMap, body: Bytes) -> Response {
+    let arrived = std::time::Instant::now();
     let req: AppendEntriesRequest<TypeConfig> = match decode(s.max, &body) {
         Ok(r) => r,
         Err(resp) => return resp,
     };
-    encode(s.max, &s.raft.append_entries(req).await)
+    let answer = s.raft.append_entries(req).await;
+    // Only an append this member accepted comes from its leader in the current term (a
+    // higher vote means a deposed sender, whose clock no one follows).
+    let accepted = matches!(
+        answer,
+        Ok(AppendEntriesResponse::Success | AppendEntriesResponse::PartialSuccess(_) | AppendEntriesResponse::Conflict)
+    );
+    let sent_at = headers.get(CLOCK_HEADER).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if let (Some(clock), Some(t), true) = (s.clock, sent_at, accepted) {
+        if (clock.heard)(t.saturating_add(arrived.elapsed().as_micros() as u64)) {
+            tokio::task::spawn_blocking(clock.save);
+        }
+    }
+    encode(s.max, &answer)
 }
 
 async fn vote(State(s): State<Served>, body: Bytes) -> Response {

@@ -50,6 +50,9 @@ pub struct NodeConfig {
     /// `false`: this member votes and replicates but never leads: no election timer, and a
     /// leader's hand-over request is refused (`--raft-stand-for-election false`).
     pub stands: bool,
+    /// The engine's clock, carried on appends so that followers follow it (D72); `None`:
+    /// no clock crosses (the members of a test without an engine).
+    pub clock: Option<network::Timekeeper>,
 }
 
 impl NodeConfig {
@@ -69,6 +72,7 @@ impl NodeConfig {
             about: About::new(),
             routes: Default::default(),
             stands: true,
+            clock: None,
         }
     }
 
@@ -115,13 +119,13 @@ impl<A: Applier> Node<A> {
             TcpListener::bind(cfg.listen).await.map_err(|e| format!("raft listener on {}: {e}", cfg.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let routes = network::Routes::new(parking_lot::RwLock::new(cfg.routes.clone()));
-        let net = Network::new(cfg.max_rpc_bytes, Arc::clone(&routes));
+        let net = Network::new(cfg.max_rpc_bytes, Arc::clone(&routes), cfg.clock);
         let raft =
             Raft::new(cfg.id, raft_cfg, net, log.clone(), machine.clone()).await.map_err(|e| format!("raft: {e}"))?;
         if !cfg.stands {
             raft.runtime_config().elect(false);
         }
-        let app = network::router(raft.clone(), cfg.max_rpc_bytes, cfg.about.clone(), cfg.stands);
+        let app = network::router(raft.clone(), cfg.max_rpc_bytes, cfg.about.clone(), cfg.stands, cfg.clock);
         let server = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!(error = %e, "raft listener stopped");

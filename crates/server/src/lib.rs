@@ -280,6 +280,11 @@ pub struct ServeArgs {
     /// have anyway. 0: no hand-over (the others elect after their timeout).
     #[arg(long, env = "BATON_RAFT_HANDOVER_MS", default_value_t = 3000, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub raft_handover_ms: u64,
+    /// A member whose clock is further than this many ms from its leader's takes the
+    /// leader's (D72), so a failover never moves state time by the gap between two wall
+    /// clocks. 0: each member keeps the clock its start anchored (D46's rules only).
+    #[arg(long, env = "BATON_CLOCK_FOLLOW_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=3_600_000))]
+    pub clock_follow_ms: u64,
     /// Raft entries a member keeps behind its snapshot (its last checkpoint), so a follower a
     /// little behind catches up from the log rather than from a whole snapshot (D43).
     #[arg(long, env = "BATON_RAFT_KEEP_ENTRIES", default_value_t = 10_000)]
@@ -573,6 +578,12 @@ async fn start_member(
     node.log.wal.segment_bytes = cfg.wal_segment_bytes;
     node.log.wal.preallocate = cfg.wal_preallocate;
     node.stands = a.raft_stand_for_election;
+    baton_core::clock::follow_beyond(a.clock_follow_ms);
+    node.clock = Some(baton_replicate::network::Timekeeper {
+        now: baton_core::clock::now,
+        heard: baton_core::clock::heard_leader,
+        save: baton_core::clock::save,
+    });
     tracing::info!(node = id, raft = %listen, members = peers.len(), "starting as a cluster member");
     let commit_timeout = Duration::from_millis(a.raft_commit_timeout_ms.max(1));
     let member = baton_cluster::member::Member::start(cfg, node, peers, commit_timeout)

@@ -11,11 +11,14 @@
 //!   member's forwards still reach it) past the election timeout and the lease time, then
 //!   healed;
 //! - `clock` (through the fault shim): the member that does not lead is restarted as after a
-//!   reboot with a wall clock 8 s ahead of every clock the log has seen (the `k`th time,
-//!   `k` × 8 s ahead of the true time: the clocks the run has seen only ever move forward),
-//!   and once it has caught up the leader is killed, so the log passes to a leader 8 s
-//!   ahead of its predecessor: it must extend every lease it inherits (D41). The member that
-//!   leads after it next is 8 s behind the log and must go on from the log's time (D46).
+//!   reboot with a wall clock `skew_ms` (8 s by default) ahead of every clock the log has
+//!   seen (the `k`th time, `k` × `skew_ms` ahead of the true time: the clocks the run has
+//!   seen only ever move forward), and once it has caught up the leader is killed. Members
+//!   that follow their leader's clock (D72, the default) have taken the leader's by then, so
+//!   the log passes to a leader on its predecessor's time; with `--member-clock-follow-ms 0`
+//!   it passes to a leader `skew_ms` ahead, which must extend every lease it inherits (D41),
+//!   and the member that leads after it is that much behind the log and must go on from the
+//!   log's time (D46).
 //!
 //! Owns the members while the clients run. Must never hand them back with a link cut, a
 //! member stopped or dead, or a clock off: a fault, once started, runs to its end, and a
@@ -40,11 +43,10 @@ pub struct ClusterNemesis {
     pub hold: Duration,
     pub stop: Arc<AtomicBool>,
     pub seed: u64,
+    /// How much further ahead each `clock` fault puts a member's wall clock (ms).
+    pub skew_ms: i64,
 }
 
-/// How much further ahead each `clock` fault puts a member's clock: seconds, as clocks that
-/// NTP keeps disagree at worst; past the lease time, far inside the dedup windows.
-const SKEW_MS: i64 = 8_000;
 /// How long a member restarted by `clock` is given to catch up before the leader is killed.
 const CATCH_UP: Duration = Duration::from_millis(1000);
 /// The longest an election may take before the run is called failed.
@@ -168,12 +170,12 @@ impl ClusterNemesis {
     }
 
     /// The `k`th clock fault: the member that does not lead is restarted as after a reboot
-    /// with its wall clock `k` × 8 s ahead (its `clock` file gone, so the wall clock anchors
-    /// its engine, D33), which puts it 8 s ahead of every clock the log has seen so far; once
-    /// it has caught up, the leader is killed so that it leads.
+    /// with its wall clock `k` × `skew_ms` ahead (its `clock` file gone, so the wall clock
+    /// anchors its engine, D33), which puts it `skew_ms` ahead of every clock the log has seen
+    /// so far; once it has caught up, the leader is killed so that it leads.
     fn clock(&self, m: &mut Members, l: usize, k: i64) -> Result<Map<String, Value>, String> {
         let next = Members::other(l);
-        let ahead = SKEW_MS * k;
+        let ahead = self.skew_ms.saturating_mul(k);
         m.brokers[next].kill9();
         let _ = std::fs::remove_file(m.brokers[next].data_dir().join("clock"));
         m.brokers[next].restart_under(&format!("clock {ahead}"))?;

@@ -72,7 +72,7 @@ pub struct RecordArgs {
     pub lease_ms: u64,
     /// Faults to inject in turn (--spawn only): kill (SIGKILL + restart), stop (SIGSTOP past the lease time + SIGCONT),
     /// partition (--cluster only: the leader's Raft links cut),
-    /// and through the fault shim: clock (wall clock ±1 h; with --cluster: a member rebooted 8 s ahead, then handed the log), fsync (EIO: the node latches; restart),
+    /// and through the fault shim: clock (wall clock ±1 h; with --cluster: a member rebooted --clock-skew-ms ahead, then handed the log), fsync (EIO: the node latches; restart),
     /// fsync-slow (+300 ms a sync), disk-full (ENOSPC), clock-restart (a restart 1 h ahead; docs/check.md),
     /// power (SIGKILL, then only what was synced is left on the disk: a power cut; docs/check.md).
     #[arg(long, value_delimiter = ',', requires = "spawn")]
@@ -81,6 +81,14 @@ pub struct RecordArgs {
     /// (default: libbaton_faults.so beside the executable, or in its deps/).
     #[arg(long, value_name = "PATH", requires = "spawn")]
     pub faults_lib: Option<PathBuf>,
+    /// With --cluster: how much further ahead each `clock` fault puts a member's wall clock, in ms.
+    #[arg(long, default_value_t = 8000, value_parser = clap::value_parser!(i64).range(1..=86_400_000))]
+    pub clock_skew_ms: i64,
+    /// With --cluster: the members' --clock-follow-ms (D72); 0 keeps each member on its own
+    /// clock, so a `clock` fault hands the log to a leader --clock-skew-ms ahead (D41, D46).
+    /// Default: the broker's.
+    #[arg(long, value_name = "MS")]
+    pub member_clock_follow_ms: Option<u64>,
     /// Quiet time between two faults.
     #[arg(long, default_value_t = 1500)]
     pub nemesis_interval_ms: u64,
@@ -191,7 +199,9 @@ pub fn run(a: &super::HistoryArgs) -> Result<i32, String> {
     let mut spawned = if r.cluster {
         // Checkpoints (each a Raft snapshot, the log purged behind it) every few seconds, and
         // a leader cut off answers unknown within 2 s rather than the default 5.
-        let extra = ["--checkpoint-interval-secs", "3", "--raft-commit-timeout-ms", "2000"];
+        let follow = r.member_clock_follow_ms.map(|ms| ms.to_string());
+        let mut extra = vec!["--checkpoint-interval-secs", "3", "--raft-commit-timeout-ms", "2000"];
+        extra.extend(follow.as_deref().map(|ms| ["--clock-follow-ms", ms]).into_iter().flatten());
         Some(Spawned::Cluster(Members::start(r.exe.as_deref(), shim.as_deref(), &extra, rt.handle())?))
     } else if r.spawn {
         let power = faults.contains(&nemesis::Fault::Power);
@@ -374,6 +384,7 @@ async fn record(
                 hold: Duration::from_millis(r.lease_ms + 700),
                 stop: nem_stop.clone(),
                 seed: a.seed,
+                skew_ms: r.clock_skew_ms,
             };
             Some(std::thread::spawn(move || {
                 let (m, done, err) = n.run(m);
