@@ -140,6 +140,11 @@ impl Member {
         );
         let _ = writeln!(
             out,
+            "# HELP baton_raft_leases_let_go_total Times this member let its lease go because its leader handed over (D73).\n# TYPE baton_raft_leases_let_go_total counter\nbaton_raft_leases_let_go_total {}",
+            node.leases_let_go()
+        );
+        let _ = writeln!(
+            out,
             "# HELP baton_clock_follows_total Times this member took its leader's clock, more than --clock-follow-ms from its own (D72).\n# TYPE baton_clock_follows_total counter\nbaton_clock_follows_total {}",
             baton_core::clock::follows()
         );

@@ -207,8 +207,11 @@ fn parse(s: &str) -> Option<(String, i64)> {
     Some((b.to_string(), o.parse().ok()?))
 }
 
-/// Replace the file whole (a torn one would read as no file: the wall clock anchors).
+/// Replace the file whole (a torn one would read as no file: the wall clock anchors). One
+/// writer at a time: a promotion and a follower's `save` share the temporary file.
 fn write(dir: &Path, path: &Path, text: &str) -> std::io::Result<()> {
+    static WRITING: Mutex<()> = Mutex::new(());
+    let _one = WRITING.lock();
     let tmp = dir.join(format!("{FILE}.tmp"));
     {
         let mut f = std::fs::File::create(&tmp)?;

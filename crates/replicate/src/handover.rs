@@ -1,22 +1,27 @@
-//! Leadership handed to a caught-up voter (D45), for a leader that is stopping, so the
+//! Leadership handed to a caught-up voter (D45, D73), for a leader that is stopping, so the
 //! cluster need not wait out an election timeout.
 //!
 //! openraft 0.9 has no `transfer_leader`. A follower refuses to vote until a leader lease
 //! (`election_timeout_max`) has passed since it last heard the leader; the leader's lease on
 //! its own vote runs from its election only. So once the leader has led for longer than a
-//! lease, and a voter holds every entry the leader has, the leader asks that voter to stand
-//! (`POST /raft/elect`). The leader grants that vote (the candidate's log is as long as its
-//! own) and steps down, and the candidate's own vote and the leader's are a majority of
-//! three or fewer voters. With more voters the others' leases refuse it, so there is no
-//! hand-over and the cluster elects as after a crash.
+//! lease, and a voter holds every entry the leader has, the leader:
+//! 1. holds its appends (and waits for those in flight), so no follower renews its lease;
+//! 2. tells every other voter it hands over (`POST /raft/release`): each holds its own
+//!    candidacy for two leases and moves its Raft clock past the lease (`runtime`), so it
+//!    grants the candidate's vote as it would after a silence;
+//! 3. asks the voter to stand (`POST /raft/elect`). The leader grants that vote (the
+//!    candidate's log is as long as its own) and steps down; with the released voters the
+//!    candidate has a majority of any number of voters.
 //!
-//! Owns the choice of the voter, the request and the receiver's checks. Must never ask a
+//! Owns the choice of the voter, the requests and the receivers' checks. Must never ask a
 //! voter that lacks an entry the leader has: the leader would refuse the vote, and the
 //! candidate's higher term would depose it with nobody elected. The caller stops proposing
-//! first. A receiver never stands on the word of anyone but its current leader in its
-//! current term, and never with a log shorter than the leader says it has.
+//! first. A receiver never stands or lets a lease go on the word of anyone but its current
+//! leader in its current term, and never stands with a log shorter than the leader says it
+//! has. A hand-over that fails lets the appends go again.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -83,11 +88,21 @@ impl LeadingSince {
     }
 }
 
+/// What a leader sends every other voter before it asks one to stand (D73).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReleaseRequest {
+    pub leader: NodeId,
+    pub term: u64,
+    /// The voter that will be asked to stand.
+    pub target: NodeId,
+}
+
 /// What a leader needs to hand over: its Raft, how to reach the others, its lease.
 pub struct Handover<'a> {
     pub raft: &'a Raft,
     pub me: NodeId,
     pub routes: &'a crate::network::Routes,
+    pub gate: &'a crate::network::AppendGate,
     pub since: &'a LeadingSince,
     pub lease: Duration,
 }
@@ -129,6 +144,11 @@ impl Handover<'_> {
         let mut refused = BTreeSet::new();
         loop {
             let (target, addr, req) = self.pick(&mut metrics, &refused, deadline, within).await?;
+            let _held = Held::new(self.gate);
+            if !self.gate.hold(deadline).await {
+                return Err(format!("appends in flight were not answered within {within:?}"));
+            }
+            self.release_others(&req, target, deadline).await;
             match self.ask(target, &addr, &req, deadline).await {
                 Ok(()) => return self.led_by_another(&mut metrics, target, deadline, within).await,
                 Err((true, why)) => {
@@ -155,11 +175,8 @@ impl Handover<'_> {
             }
             let membership = m.membership_config.membership();
             let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
-            if !(2..=3).contains(&voters.len()) {
-                return Err(format!(
-                    "{} voters: a hand-over needs two or three (the others' leases refuse a vote)",
-                    voters.len()
-                ));
+            if voters.len() < 2 {
+                return Err("this member is the only voter".into());
             }
             let lease_over = self.since.in_term(m.current_term).map(|at| at + self.lease + LEASE_SLACK);
             let caught_up = m.replication.as_ref().and_then(|r| {
@@ -198,6 +215,41 @@ impl Handover<'_> {
                 }
             }
         }
+    }
+
+    /// Tells every voter but `target` and this member that it hands over, all at once; a
+    /// voter that cannot be told keeps its lease and may refuse the vote (the others may
+    /// still make a majority).
+    async fn release_others(&self, req: &ElectRequest, target: NodeId, deadline: Instant) {
+        let m = self.raft.metrics().borrow().clone();
+        let membership = m.membership_config.membership();
+        let body = ReleaseRequest { leader: self.me, term: req.term, target };
+        let Ok(body) = codec().serialize(&body) else { return };
+        let Ok(client) = reqwest::Client::builder()
+            .timeout(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)))
+            .build()
+        else {
+            return;
+        };
+        let calls = membership.voter_ids().filter(|v| *v != self.me && *v != target).filter_map(|v| {
+            let addr =
+                self.routes.read().get(&v).cloned().or_else(|| membership.get_node(&v).map(|n| n.addr.clone()))?;
+            let (client, body) = (client.clone(), body.clone());
+            Some(async move {
+                let sent = client
+                    .post(format!("http://{addr}/raft/release"))
+                    .header("content-type", "application/octet-stream")
+                    .body(body)
+                    .send()
+                    .await;
+                match sent {
+                    Ok(r) if r.status().is_success() => {}
+                    Ok(r) => tracing::info!(voter = v, status = %r.status(), "hand-over: the voter kept its lease"),
+                    Err(e) => tracing::info!(voter = v, error = %e, "hand-over: the voter could not be told"),
+                }
+            })
+        });
+        futures_util::future::join_all(calls).await;
     }
 
     /// Posts the elect request to `target`: `Err((true, why))` when it refused to stand
@@ -288,4 +340,66 @@ pub(crate) async fn elect(raft: &Raft, stands: bool, body: Bytes) -> Response {
         }
         Err(e) => (StatusCode::SERVICE_UNAVAILABLE, format!("raft stopped: {e}")).into_response(),
     }
+}
+
+/// Lets the appends go again when a hand-over attempt ends, whichever way.
+struct Held<'a>(&'a crate::network::AppendGate);
+
+impl<'a> Held<'a> {
+    fn new(gate: &'a crate::network::AppendGate) -> Held<'a> {
+        Held(gate)
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
+/// The receiving side of `/raft/release` (D73): a voter that is not the one asked to stand
+/// holds its own candidacy for two leases (so its election timer, which the moved clock
+/// makes due, does not race the candidate) and moves its Raft clock past its lease, so it
+/// grants the candidate's vote. Only on the word of its leader in its current term.
+/// `released` counts the leases this member let go (`baton_raft_leases_let_go_total`); a
+/// hold on its candidacy is lifted only by the release that set it.
+pub(crate) async fn release(
+    raft: &Raft,
+    stands: bool,
+    lease: Duration,
+    released: &Arc<AtomicU64>,
+    body: Bytes,
+) -> Response {
+    let req: ReleaseRequest = match codec().deserialize(&body) {
+        Ok(r) => r,
+        Err(e) => return (StatusCode::BAD_REQUEST, format!("the request does not decode: {e}")).into_response(),
+    };
+    let m = raft.metrics().borrow().clone();
+    if m.current_leader != Some(req.leader) || m.current_term != req.term || m.id == req.leader {
+        return (
+            StatusCode::CONFLICT,
+            format!(
+                "node {} in term {} is not this member's leader (it follows {:?} in term {})",
+                req.leader, req.term, m.current_leader, m.current_term
+            ),
+        )
+            .into_response();
+    }
+    if m.id == req.target {
+        return (StatusCode::OK, "this member will be asked to stand").into_response();
+    }
+    let mine = released.fetch_add(1, Ordering::AcqRel) + 1;
+    raft.runtime_config().elect(false);
+    crate::runtime::let_lease_go(lease + LEASE_SLACK);
+    if stands {
+        let (raft, released) = (raft.clone(), Arc::clone(released));
+        tokio::spawn(async move {
+            tokio::time::sleep(lease * 2).await;
+            if released.load(Ordering::Acquire) == mine {
+                raft.runtime_config().elect(true);
+            }
+        });
+    }
+    tracing::info!(from = req.leader, term = req.term, to = req.target, "the leader hands over: lease let go");
+    (StatusCode::OK, "lease let go").into_response()
 }

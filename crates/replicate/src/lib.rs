@@ -23,6 +23,7 @@ pub mod machine;
 pub mod meta;
 pub mod network;
 pub mod node;
+pub mod runtime;
 
 /// What a `Normal` entry carries: one planner frame, as the planner encoded it.
 #[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -43,6 +44,7 @@ openraft::declare_raft_types!(
         NodeId = u64,
         Node = openraft::BasicNode,
         SnapshotData = tokio::fs::File,
+        AsyncRuntime = crate::runtime::BatonRuntime,
 );
 
 pub type NodeId = u64;

@@ -1,6 +1,6 @@
 //! The transport between nodes: openraft's three RPCs as HTTP POSTs with bincode bodies,
 //! `/raft/append`, `/raft/vote`, `/raft/snapshot`, on the node's Raft address; and
-//! `/raft/elect`, a leader's hand-over (`handover`).
+//! `/raft/elect` and `/raft/release`, a leader's hand-over (`handover`).
 //!
 //! Owns the bounds of what crosses the wire: a request the sender would make over
 //! `max_rpc_bytes` is never sent (openraft hears `PayloadTooLarge` and sends fewer entries),
@@ -13,6 +13,7 @@
 //! network, as docs/cluster.md says.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -56,6 +57,49 @@ pub struct Timekeeper {
     pub save: fn(),
 }
 
+/// Appends to the other members, held back while a leader hands over (D73): followers that
+/// still heard their leader would renew the lease that makes them refuse its successor.
+#[derive(Debug, Default)]
+pub struct AppendGate {
+    held: AtomicBool,
+    in_flight: AtomicUsize,
+}
+
+impl AppendGate {
+    /// Holds every append not yet sent, then waits (at most until `deadline`) for those
+    /// already sent to be answered; whether they were.
+    pub async fn hold(&self, deadline: tokio::time::Instant) -> bool {
+        self.held.store(true, SeqCst);
+        while self.in_flight.load(SeqCst) > 0 {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        true
+    }
+
+    pub fn release(&self) {
+        self.held.store(false, SeqCst);
+    }
+
+    /// Counts an append in flight until the guard drops; `None` while held. Counted before
+    /// the check, so a `hold` that saw none in flight sees every later append held.
+    fn pass(&self) -> Option<InFlight<'_>> {
+        self.in_flight.fetch_add(1, SeqCst);
+        let guard = InFlight(self);
+        (!self.held.load(SeqCst)).then_some(guard)
+    }
+}
+
+struct InFlight<'a>(&'a AppendGate);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, SeqCst);
+    }
+}
+
 /// The header an append carries its sender's clock in.
 const CLOCK_HEADER: &str = "x-baton-clock";
 
@@ -70,16 +114,17 @@ pub struct Network {
     max_rpc_bytes: usize,
     routes: Routes,
     clock: Option<Timekeeper>,
+    gate: Arc<AppendGate>,
 }
 
 impl Network {
-    pub fn new(max_rpc_bytes: usize, routes: Routes, clock: Option<Timekeeper>) -> Network {
+    pub fn new(max_rpc_bytes: usize, routes: Routes, clock: Option<Timekeeper>, gate: Arc<AppendGate>) -> Network {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(1))
             .pool_idle_timeout(Duration::from_secs(30))
             .build()
             .expect("a plain HTTP client builds");
-        Network { client, max_rpc_bytes, routes, clock }
+        Network { client, max_rpc_bytes, routes, clock, gate }
     }
 }
 
@@ -94,6 +139,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             target,
             max: self.max_rpc_bytes,
             clock: self.clock,
+            gate: Arc::clone(&self.gate),
         }
     }
 }
@@ -105,6 +151,7 @@ pub struct Peer {
     target: NodeId,
     max: usize,
     clock: Option<Timekeeper>,
+    gate: Arc<AppendGate>,
 }
 
 type Rpc<E> = RPCError<NodeId, BasicNode, RaftError<NodeId, E>>;
@@ -166,6 +213,12 @@ impl RaftNetwork<TypeConfig> for Peer {
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, Rpc<openraft::error::Infallible>> {
         let n = rpc.entries.len() as u64;
+        let gate = Arc::clone(&self.gate);
+        let Some(_counted) = gate.pass() else {
+            return Err(RPCError::Network(NetworkError::new(&std::io::Error::other(
+                "appends are held while this leader hands over (D73)",
+            ))));
+        };
         self.call("/raft/append", &rpc, Some(n), &option).await
     }
 
@@ -193,6 +246,9 @@ struct Served {
     /// Whether this member may lead (`NodeConfig::stands`).
     stands: bool,
     clock: Option<Timekeeper>,
+    /// The lease this member gives its leader (openraft's `election_timeout_max`).
+    lease: Duration,
+    released: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// The receiving side: the routes a node serves on its Raft address, `/raft/about` (this
@@ -203,6 +259,8 @@ pub fn router(
     about: crate::directory::About,
     stands: bool,
     clock: Option<Timekeeper>,
+    lease: Duration,
+    released: Arc<std::sync::atomic::AtomicU64>,
 ) -> Router {
     let about = Arc::new(about);
     Router::new()
@@ -211,9 +269,10 @@ pub fn router(
         .route("/raft/vote", post(vote))
         .route("/raft/snapshot", post(snapshot))
         .route("/raft/elect", post(elect))
+        .route("/raft/release", post(release))
         .layer(DefaultBodyLimit::max(max_rpc_bytes))
         .layer(axum::middleware::from_fn_with_state(max_rpc_bytes, refuse_declared_oversize))
-        .with_state(Served { raft, max: max_rpc_bytes, stands, clock })
+        .with_state(Served { raft, max: max_rpc_bytes, stands, clock, lease, released })
 }
 
 /// A body whose declared length is over the bound is refused from its headers, before a byte
@@ -286,6 +345,10 @@ async fn vote(State(s): State<Served>, body: Bytes) -> Response {
 
 async fn elect(State(s): State<Served>, body: Bytes) -> Response {
     crate::handover::elect(&s.raft, s.stands, body).await
+}
+
+async fn release(State(s): State<Served>, body: Bytes) -> Response {
+    crate::handover::release(&s.raft, s.stands, s.lease, &s.released, body).await
 }
 
 async fn snapshot(State(s): State<Served>, body: Bytes) -> Response {

@@ -101,6 +101,10 @@ pub struct Node<A: Applier> {
     /// The other members' own addresses, as they last told them (D42).
     pub directory: Directory,
     routes: network::Routes,
+    /// Appends held back while this member hands over (D73).
+    gate: Arc<network::AppendGate>,
+    /// Leases this member let go for a leader's hand-over (D73).
+    released: Arc<std::sync::atomic::AtomicU64>,
     since: LeadingSince,
     /// The leader lease a follower keeps (openraft's `election_timeout_max`).
     lease: Duration,
@@ -119,13 +123,23 @@ impl<A: Applier> Node<A> {
             TcpListener::bind(cfg.listen).await.map_err(|e| format!("raft listener on {}: {e}", cfg.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let routes = network::Routes::new(parking_lot::RwLock::new(cfg.routes.clone()));
-        let net = Network::new(cfg.max_rpc_bytes, Arc::clone(&routes), cfg.clock);
+        let gate = Arc::new(network::AppendGate::default());
+        let net = Network::new(cfg.max_rpc_bytes, Arc::clone(&routes), cfg.clock, Arc::clone(&gate));
         let raft =
             Raft::new(cfg.id, raft_cfg, net, log.clone(), machine.clone()).await.map_err(|e| format!("raft: {e}"))?;
         if !cfg.stands {
             raft.runtime_config().elect(false);
         }
-        let app = network::router(raft.clone(), cfg.max_rpc_bytes, cfg.about.clone(), cfg.stands, cfg.clock);
+        let released = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let app = network::router(
+            raft.clone(),
+            cfg.max_rpc_bytes,
+            cfg.about.clone(),
+            cfg.stands,
+            cfg.clock,
+            cfg.election.1,
+            Arc::clone(&released),
+        );
         let server = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!(error = %e, "raft listener stopped");
@@ -137,7 +151,22 @@ impl<A: Applier> Node<A> {
         let since = LeadingSince::default();
         let leading = since.follow(cfg.id, raft.clone());
         let lease = cfg.election.1;
-        Ok(Node { id: cfg.id, raft, log, machine, addr, directory, routes, since, lease, server, refresh, leading })
+        Ok(Node {
+            id: cfg.id,
+            raft,
+            log,
+            machine,
+            addr,
+            directory,
+            routes,
+            gate,
+            released,
+            since,
+            lease,
+            server,
+            refresh,
+            leading,
+        })
     }
 
     /// Dials member `target` at `addr` from now on, whatever its membership entry says.
@@ -152,12 +181,17 @@ impl<A: Applier> Node<A> {
         self.raft.initialize(nodes).await.map_err(|e| e.to_string())
     }
 
+    /// How many times this member let its lease go for its leader's hand-over (D73).
+    pub fn leases_let_go(&self) -> u64 {
+        self.released.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// The voters of the membership in effect.
     pub fn voters(&self) -> BTreeSet<NodeId> {
         self.raft.metrics().borrow().membership_config.membership().voter_ids().collect()
     }
 
-    /// Hands leadership to a caught-up voter (D45) and waits until another member leads;
+    /// Hands leadership to a caught-up voter (D45, D73) and waits until another member leads;
     /// its id. The caller stops proposing first.
     pub async fn hand_over(&self, within: Duration) -> Result<NodeId, String> {
         self.handover().run(within).await
@@ -170,7 +204,14 @@ impl<A: Applier> Node<A> {
     }
 
     fn handover(&self) -> Handover<'_> {
-        Handover { raft: &self.raft, me: self.id, routes: &self.routes, since: &self.since, lease: self.lease }
+        Handover {
+            raft: &self.raft,
+            me: self.id,
+            routes: &self.routes,
+            gate: &self.gate,
+            since: &self.since,
+            lease: self.lease,
+        }
     }
 
     /// Stops Raft, then the listener, then the log (what was appended is finished first).

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use baton_replicate::handover::ElectRequest;
+use baton_replicate::handover::{ElectRequest, ReleaseRequest};
 use bincode::Options;
 use common::*;
 
@@ -16,6 +16,12 @@ fn term(n: &baton_replicate::node::Node<Recorder>) -> u64 {
 
 async fn post_elect(addr: std::net::SocketAddr, body: Vec<u8>) -> (u16, String) {
     let r = reqwest::Client::new().post(format!("http://{addr}/raft/elect")).body(body).send().await.unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+async fn post_release(addr: std::net::SocketAddr, req: &ReleaseRequest) -> (u16, String) {
+    let body = bincode::options().with_fixint_encoding().serialize(req).unwrap();
+    let r = reqwest::Client::new().post(format!("http://{addr}/raft/release")).body(body).send().await.unwrap();
     (r.status().as_u16(), r.text().await.unwrap())
 }
 
@@ -85,6 +91,55 @@ async fn elect_requests_not_from_the_leader_change_nothing() {
         assert_eq!(post_elect(follower.addr, garbage).await.0, 400);
     }
     // Nothing stood: the term and the leader are what they were, a lease later.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    for n in nodes.iter().flatten() {
+        let m = n.raft.metrics().borrow().clone();
+        assert_eq!((m.current_term, m.current_leader), (t, Some(lm.id)));
+    }
+    for n in nodes.iter_mut() {
+        n.take().unwrap().shutdown().await;
+    }
+}
+
+/// `/raft/release` (D73) lets a follower's lease go only on the word of its leader in its
+/// current term: anything else is refused and lets nothing go. The voter to be asked to
+/// stand keeps its lease; another voter lets it go, and still follows the leader, which
+/// goes on leading (a release alone elects nobody).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_requests_not_from_the_leader_let_nothing_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut nodes, _) = start_three(dir.path(), |_| {}).await;
+    let l = leader(&nodes).await;
+    let last = write(nodes[l].as_ref().unwrap(), 0, 20).await;
+    agree(&mut nodes, last).await;
+    let lm = nodes[l].as_ref().unwrap().raft.metrics().borrow().clone();
+    let f = (l + 1) % 3;
+    let follower = nodes[f].as_ref().unwrap();
+    let fid = follower.raft.metrics().borrow().id;
+    let other = (1..=3).find(|i| *i != lm.id && *i != fid).unwrap();
+    let t = lm.current_term;
+    let before = follower.leases_let_go();
+    for req in [
+        ReleaseRequest { leader: other, term: t, target: other },
+        ReleaseRequest { leader: lm.id, term: t + 1, target: other },
+        ReleaseRequest { leader: lm.id, term: t - 1, target: other },
+    ] {
+        let (st, text) = post_release(follower.addr, &req).await;
+        assert_eq!((st, text.contains("is not this member's leader")), (409, true), "{req:?}: {st} {text}");
+    }
+    let to_leader = ReleaseRequest { leader: lm.id, term: t, target: other };
+    assert_eq!(post_release(nodes[l].as_ref().unwrap().addr, &to_leader).await.0, 409, "the leader itself");
+    for garbage in [vec![], vec![1, 2, 3], vec![0xff; 200]] {
+        let r = reqwest::Client::new().post(format!("http://{}/raft/release", follower.addr)).body(garbage);
+        assert_eq!(r.send().await.unwrap().status().as_u16(), 400);
+    }
+    let (st, text) = post_release(follower.addr, &ReleaseRequest { leader: lm.id, term: t, target: fid }).await;
+    assert_eq!((st, text.as_str()), (200, "this member will be asked to stand"));
+    assert_eq!(follower.leases_let_go(), before, "no lease let go");
+    let (st, text) = post_release(follower.addr, &to_leader).await;
+    assert_eq!((st, text.as_str()), (200, "lease let go"));
+    assert_eq!(follower.leases_let_go(), before + 1);
+    // The leader's appends go on, so it still leads, a lease later, in the same term.
     tokio::time::sleep(Duration::from_millis(1000)).await;
     for n in nodes.iter().flatten() {
         let m = n.raft.metrics().borrow().clone();
