@@ -41,20 +41,7 @@ async fn not_ready(c: &reqwest::Client, member: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_leader_two_hours_ahead_goes_on_from_the_old_leaders_time() {
     let ctl = tempfile::tempdir().unwrap();
-    let shim = common::cluster::shim();
-    let mut cluster = Cluster::start_each(&[], |id| {
-        if id == 1 {
-            let fast = ["--raft-election-min-ms", "150", "--raft-election-max-ms", "200"];
-            return (fast.iter().map(|s| s.to_string()).collect(), Vec::new());
-        }
-        let file = ctl.path().join(format!("n{id}.ctl"));
-        std::fs::write(&file, "clock 7200000\n").unwrap();
-        let envs = vec![
-            ("LD_PRELOAD".to_string(), shim.display().to_string()),
-            ("BATON_FAULTS_CTL".to_string(), file.display().to_string()),
-        ];
-        (Vec::new(), envs)
-    });
+    let mut cluster = Cluster::start_skewed(&[], ctl.path(), 1, &[2, 3], 7_200_000);
     let c = client();
     let l = leader(&c, &cluster, Duration::from_secs(20)).await;
     assert_eq!(cluster.members[l].id, 1, "member 1 (shortest election timeout, unskewed) leads first");

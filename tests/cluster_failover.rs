@@ -6,12 +6,14 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cluster::{leader, Cluster};
-use common::load::{client, drain_following, judge, lease_time, push_one, same_files, wait_applied, writers, Outcomes};
+use common::load::{
+    client, drain_following, finish_and_judge, lease_time, push_one, same_files, wait_applied, writers, Outcomes,
+};
 use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -38,19 +40,8 @@ async fn killed_leaders_lose_no_answered_push_and_the_replicas_match() {
         tokio::time::sleep(Duration::from_millis(500)).await;
         cluster.restart(l);
     }
-    stop.store(true, Ordering::Relaxed);
-    for t in tasks {
-        t.await.unwrap();
-    }
     eprintln!("from SIGKILL to the next answered push: {failovers:?}");
-    let outcomes = out.lock().clone();
-    assert!(outcomes.iter().filter(|(_, _, ok)| *ok).count() > 100, "the writers made progress");
-    let got = drain_following(&c, &cluster).await;
-    judge(&outcomes, &got);
-
-    // The same committed log, applied on every member: the same partition files.
-    wait_applied(&c, &cluster).await;
-    same_files(&mut cluster);
+    finish_and_judge(&c, &mut cluster, &stop, tasks, &out).await;
 }
 
 /// A leader stopped past the election timeout wakes up to a newer term. Its followers were
@@ -169,20 +160,8 @@ async fn a_leader_without_a_majority_answers_unknown_in_bounded_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_survives_a_failover_to_a_leader_whose_clock_runs_ahead() {
     let ctl = tempfile::tempdir().unwrap();
-    let shim = common::cluster::shim();
-    let mut cluster = Cluster::start_each(&[], |id| {
-        if id == 1 {
-            let fast = ["--raft-election-min-ms", "150", "--raft-election-max-ms", "200"];
-            return (fast.iter().map(|s| s.to_string()).collect(), Vec::new());
-        }
-        let file = ctl.path().join(format!("n{id}.ctl"));
-        std::fs::write(&file, "clock 8000\n").unwrap();
-        let envs = vec![
-            ("LD_PRELOAD".to_string(), shim.display().to_string()),
-            ("BATON_FAULTS_CTL".to_string(), file.display().to_string()),
-        ];
-        (Vec::new(), envs)
-    });
+    // Each member on its own clock (D72 off): the log passes to a leader 8 s ahead.
+    let mut cluster = Cluster::start_skewed(&["--clock-follow-ms", "0"], ctl.path(), 1, &[2, 3], 8_000);
     let c = client();
     let l = leader(&c, &cluster, Duration::from_secs(20)).await;
     assert_eq!(cluster.members[l].id, 1, "member 1 (shortest election timeout, unskewed) leads first");
@@ -246,20 +225,8 @@ async fn a_lease_survives_a_failover_to_a_leader_whose_clock_runs_ahead() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_whose_clock_is_behind_the_log_keeps_leases_running_in_real_time() {
     let ctl = tempfile::tempdir().unwrap();
-    let shim = common::cluster::shim();
-    let mut cluster = Cluster::start_each(&[], |id| {
-        if id != 1 {
-            return (Vec::new(), Vec::new());
-        }
-        let file = ctl.path().join("n1.ctl");
-        std::fs::write(&file, "clock 60000\n").unwrap();
-        let fast = ["--raft-election-min-ms", "150", "--raft-election-max-ms", "200"];
-        let envs = vec![
-            ("LD_PRELOAD".to_string(), shim.display().to_string()),
-            ("BATON_FAULTS_CTL".to_string(), file.display().to_string()),
-        ];
-        (fast.iter().map(|s| s.to_string()).collect(), envs)
-    });
+    // Each member on its own clock (D72 off): the next leader is a minute behind the log.
+    let mut cluster = Cluster::start_skewed(&["--clock-follow-ms", "0"], ctl.path(), 1, &[1], 60_000);
     let c = client();
     let l = leader(&c, &cluster, Duration::from_secs(20)).await;
     assert_eq!(cluster.members[l].id, 1, "member 1 (shortest election timeout, a minute ahead) leads first");

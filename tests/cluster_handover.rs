@@ -6,12 +6,12 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cluster::{leader, view, Cluster};
-use common::load::{client, drain_following, judge, same_files, wait_applied, writers, Outcomes};
+use common::load::{client, finish_and_judge, wait_applied, writers, Outcomes};
 
 /// The member other than `was` that says it leads (its index and view), polled from the
 /// SIGTERM at `t0` for at most 30 s.
@@ -71,17 +71,8 @@ async fn a_terminated_leader_hands_over_and_loses_nothing() {
         assert_eq!(handed(&cluster), before + 1, "round {round}: member {old}'s log:\n{}", cluster.members[l].log());
         cluster.restart(l);
     }
-    stop.store(true, Ordering::Relaxed);
-    for t in tasks {
-        t.await.unwrap();
-    }
     eprintln!("from SIGTERM to another member leading: {took:?}");
-    let outcomes = out.lock().clone();
-    assert!(outcomes.iter().filter(|(_, _, ok)| *ok).count() > 100, "the writers made progress");
-    let got = drain_following(&c, &cluster).await;
-    judge(&outcomes, &got);
-    wait_applied(&c, &cluster).await;
-    same_files(&mut cluster);
+    finish_and_judge(&c, &mut cluster, &stop, tasks, &out).await;
 }
 
 /// A member started with `--raft-stand-for-election false` never leads, not even when a
@@ -204,14 +195,5 @@ async fn a_leader_of_five_voters_hands_over() {
         assert_eq!(let_go, 3, "round {round}: every other voter let its lease go");
         cluster.restart(l);
     }
-    stop.store(true, Ordering::Relaxed);
-    for t in tasks {
-        t.await.unwrap();
-    }
-    let outcomes = out.lock().clone();
-    assert!(outcomes.iter().filter(|(_, _, ok)| *ok).count() > 100, "the writers made progress");
-    let got = drain_following(&c, &cluster).await;
-    judge(&outcomes, &got);
-    wait_applied(&c, &cluster).await;
-    same_files(&mut cluster);
+    finish_and_judge(&c, &mut cluster, &stop, tasks, &out).await;
 }

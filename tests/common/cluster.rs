@@ -312,6 +312,30 @@ pub async fn wait_known(c: &reqwest::Client, cluster: &Cluster, l: usize) {
 }
 
 /// The fault shim (crates/faults), built next to the binary by `scripts/test`.
+impl Cluster {
+    /// Three members, `extra` on each: member `fast` elects first (its election timeout
+    /// 150-200 ms), and the members in `skewed` read the wall clock `ms` ahead through the
+    /// fault shim (its control files in `ctl`).
+    pub fn start_skewed(extra: &[&str], ctl: &std::path::Path, fast: u64, skewed: &[u64], ms: i64) -> Cluster {
+        let lib = shim();
+        Cluster::start_each(extra, |id| {
+            let args = if id == fast {
+                vec!["--raft-election-min-ms", "150", "--raft-election-max-ms", "200"]
+            } else {
+                vec![]
+            };
+            let mut envs = Vec::new();
+            if skewed.contains(&id) {
+                let file = ctl.join(format!("n{id}.ctl"));
+                std::fs::write(&file, format!("clock {ms}\n")).unwrap();
+                envs.push(("LD_PRELOAD".to_string(), lib.display().to_string()));
+                envs.push(("BATON_FAULTS_CTL".to_string(), file.display().to_string()));
+            }
+            (args.iter().map(|s| s.to_string()).collect(), envs)
+        })
+    }
+}
+
 pub fn shim() -> PathBuf {
     let dir = std::path::Path::new(env!("CARGO_BIN_EXE_baton")).parent().unwrap().to_path_buf();
     [dir.join("libbaton_faults.so"), dir.join("deps").join("libbaton_faults.so")]

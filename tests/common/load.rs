@@ -68,6 +68,27 @@ pub fn writers(
         .collect()
 }
 
+/// Stops the writers, then: they made progress, every 201 is there once (nothing else is),
+/// and every member applied the same log into the same partition files (the members stop).
+pub async fn finish_and_judge(
+    c: &reqwest::Client,
+    cluster: &mut Cluster,
+    stop: &AtomicBool,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    out: &Outcomes,
+) {
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let outcomes = out.lock().clone();
+    assert!(outcomes.iter().filter(|(_, _, ok)| *ok).count() > 100, "the writers made progress");
+    let got = drain_following(c, cluster).await;
+    judge(&outcomes, &got);
+    wait_applied(c, cluster).await;
+    same_files(cluster);
+}
+
 /// Everything in queue `q`, through pops with auto-ack from the leader, until it is empty.
 pub async fn drain_following(c: &reqwest::Client, cluster: &Cluster) -> Vec<String> {
     let mut got = Vec::new();

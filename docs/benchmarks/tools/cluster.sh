@@ -6,7 +6,7 @@
 #   push of 100 x 256 B per request:      bench produce --batch 100 --size 256 --workers 16 --duration 10
 # The load generator runs on the same 2 cores as every server.
 # PUSH_BODY=binary sends the pushes as Queen's binary push body (default json);
-# PIPELINE=0 skips the pipeline.
+# PIPELINE=0 skips the pipeline; PUSH=0 skips the push.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 OUT=$1; RUNS=${2:-3}
@@ -18,8 +18,10 @@ measure() { # side url run
     $G bench pipeline --url "$2" --partitions 200 --workers 256 --batch 1 --count 60000 \
       --json-out "$OUT" --label "$1-pipeline-r$3" --no-progress
   fi
-  $G bench produce --url "$2" --batch 100 --size 256 --workers 16 --duration 10 --push-body "$BODY" \
-    --json-out "$OUT" --label "$1-push100-$BODY-r$3" --no-progress
+  if [ "${PUSH:-1}" = 1 ]; then
+    $G bench produce --url "$2" --batch 100 --size 256 --workers 16 --duration 10 --push-body "$BODY" \
+      --json-out "$OUT" --label "$1-push100-$BODY-r$3" --no-progress
+  fi
 }
 for r in $(seq "$RUNS"); do
   rm -rf /tmp/bench-single; $G serve --data-dir /tmp/bench-single --http-addr 127.0.0.1:6690 --kafka-addr 127.0.0.1:0 >/dev/null 2>&1 </dev/null & SP=$!
