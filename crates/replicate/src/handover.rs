@@ -188,10 +188,9 @@ impl Handover<'_> {
             let now = Instant::now();
             match (caught_up, lease_over) {
                 (Some(t), Some(over)) if now >= over => {
-                    let Some(node) = membership.get_node(&t) else {
+                    let Some(addr) = self.addr_of(t, membership) else {
                         return Err(format!("voter {t} has no address in the membership"));
                     };
-                    let addr = self.routes.read().get(&t).cloned().unwrap_or_else(|| node.addr.clone());
                     return Ok((
                         t,
                         addr,
@@ -217,6 +216,11 @@ impl Handover<'_> {
         }
     }
 
+    /// Where to dial voter `id`: its route, else the address its membership entry gives.
+    fn addr_of(&self, id: NodeId, membership: &crate::Membership) -> Option<String> {
+        self.routes.read().get(&id).cloned().or_else(|| membership.get_node(&id).map(|n| n.addr.clone()))
+    }
+
     /// Tells every voter but `target` and this member that it hands over, all at once; a
     /// voter that cannot be told keeps its lease and may refuse the vote (the others may
     /// still make a majority).
@@ -225,24 +229,11 @@ impl Handover<'_> {
         let membership = m.membership_config.membership();
         let body = ReleaseRequest { leader: self.me, term: req.term, target };
         let Ok(body) = codec().serialize(&body) else { return };
-        let Ok(client) = reqwest::Client::builder()
-            .timeout(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)))
-            .build()
-        else {
-            return;
-        };
         let calls = membership.voter_ids().filter(|v| *v != self.me && *v != target).filter_map(|v| {
-            let addr =
-                self.routes.read().get(&v).cloned().or_else(|| membership.get_node(&v).map(|n| n.addr.clone()))?;
-            let (client, body) = (client.clone(), body.clone());
+            let addr = self.addr_of(v, membership)?;
+            let body = body.clone();
             Some(async move {
-                let sent = client
-                    .post(format!("http://{addr}/raft/release"))
-                    .header("content-type", "application/octet-stream")
-                    .body(body)
-                    .send()
-                    .await;
-                match sent {
+                match post(&addr, "/raft/release", body, deadline).await {
                     Ok(r) if r.status().is_success() => {}
                     Ok(r) => tracing::info!(voter = v, status = %r.status(), "hand-over: the voter kept its lease"),
                     Err(e) => tracing::info!(voter = v, error = %e, "hand-over: the voter could not be told"),
@@ -261,16 +252,8 @@ impl Handover<'_> {
         req: &ElectRequest,
         deadline: Instant,
     ) -> Result<(), (bool, String)> {
-        let client = reqwest::Client::builder()
-            .timeout(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)))
-            .build()
-            .map_err(|e| (false, e.to_string()))?;
         let body = codec().serialize(req).map_err(|e| (false, e.to_string()))?;
-        let sent = client
-            .post(format!("http://{addr}/raft/elect"))
-            .header("content-type", "application/octet-stream")
-            .body(body)
-            .send()
+        let sent = post(addr, "/raft/elect", body, deadline)
             .await
             .map_err(|e| (false, format!("asking voter {target} to stand: {e}")))?;
         if !sent.status().is_success() {
@@ -340,6 +323,21 @@ pub(crate) async fn elect(raft: &Raft, stands: bool, body: Bytes) -> Response {
         }
         Err(e) => (StatusCode::SERVICE_UNAVAILABLE, format!("raft stopped: {e}")).into_response(),
     }
+}
+
+/// POSTs `body` to `path` on member `addr`, given until `deadline` to be answered.
+async fn post(addr: &str, path: &str, body: Vec<u8>, deadline: Instant) -> Result<reqwest::Response, String> {
+    let client = reqwest::Client::builder()
+        .timeout(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)))
+        .build()
+        .map_err(|e| e.to_string())?;
+    client
+        .post(format!("http://{addr}{path}"))
+        .header("content-type", "application/octet-stream")
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Lets the appends go again when a hand-over attempt ends, whichever way.
