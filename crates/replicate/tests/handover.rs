@@ -29,6 +29,29 @@ fn encoded(req: &ElectRequest) -> Vec<u8> {
     bincode::options().with_fixint_encoding().serialize(req).unwrap()
 }
 
+/// Three members that agree on 20 entries: the leader (`l`, its metrics `lm`), a follower
+/// (`f`, id `fid`) and the third member's id (`other`).
+struct Settled {
+    nodes: Vec<Option<baton_replicate::node::Node<Recorder>>>,
+    l: usize,
+    lm: openraft::RaftMetrics<u64, openraft::BasicNode>,
+    f: usize,
+    fid: u64,
+    other: u64,
+}
+
+async fn settled(dir: &std::path::Path) -> Settled {
+    let (mut nodes, _) = start_three(dir, |_| {}).await;
+    let l = leader(&nodes).await;
+    let last = write(nodes[l].as_ref().unwrap(), 0, 20).await;
+    agree(&mut nodes, last).await;
+    let lm = nodes[l].as_ref().unwrap().raft.metrics().borrow().clone();
+    let f = (l + 1) % 3;
+    let fid = nodes[f].as_ref().unwrap().raft.metrics().borrow().id;
+    let other = (1..=3).find(|i| *i != lm.id && *i != fid).unwrap();
+    Settled { nodes, l, lm, f, fid, other }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_hands_over_inside_a_lease_and_writes_go_on() {
     let dir = tempfile::tempdir().unwrap();
@@ -58,15 +81,8 @@ async fn a_leader_hands_over_inside_a_lease_and_writes_go_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn elect_requests_not_from_the_leader_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut nodes, _) = start_three(dir.path(), |_| {}).await;
-    let l = leader(&nodes).await;
-    let last = write(nodes[l].as_ref().unwrap(), 0, 20).await;
-    agree(&mut nodes, last).await;
-    let lm = nodes[l].as_ref().unwrap().raft.metrics().borrow().clone();
-    let f = (l + 1) % 3;
+    let Settled { mut nodes, l, lm, f, other, .. } = settled(dir.path()).await;
     let follower = nodes[f].as_ref().unwrap();
-    let fid = follower.raft.metrics().borrow().id;
-    let other = (1..=3).find(|i| *i != lm.id && *i != fid).unwrap();
     let t = lm.current_term;
     let cases = [
         (ElectRequest { leader: other, term: t, last_index: lm.last_log_index }, 409, "is not this member's leader"),
@@ -108,15 +124,8 @@ async fn elect_requests_not_from_the_leader_change_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_requests_not_from_the_leader_let_nothing_go() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut nodes, _) = start_three(dir.path(), |_| {}).await;
-    let l = leader(&nodes).await;
-    let last = write(nodes[l].as_ref().unwrap(), 0, 20).await;
-    agree(&mut nodes, last).await;
-    let lm = nodes[l].as_ref().unwrap().raft.metrics().borrow().clone();
-    let f = (l + 1) % 3;
+    let Settled { mut nodes, l, lm, f, fid, other } = settled(dir.path()).await;
     let follower = nodes[f].as_ref().unwrap();
-    let fid = follower.raft.metrics().borrow().id;
-    let other = (1..=3).find(|i| *i != lm.id && *i != fid).unwrap();
     let t = lm.current_term;
     let before = follower.leases_let_go();
     for req in [
