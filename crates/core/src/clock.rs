@@ -121,7 +121,7 @@ pub fn follow_beyond(ms: u64) {
 pub fn heard_leader(leader_now: Micros) -> bool {
     now();
     let mine = OFFSET.load(SeqCst);
-    let Some(theirs) = followed(mine, leader_now, FOLLOW_BEYOND.load(SeqCst)) else { return false };
+    let Some(theirs) = BEHIND.lock().heard(mine, leader_now, FOLLOW_BEYOND.load(SeqCst)) else { return false };
     OFFSET.store(theirs, SeqCst);
     FOLLOWS.fetch_add(1, SeqCst);
     tracing::warn!(
@@ -129,6 +129,47 @@ pub fn heard_leader(leader_now: Micros) -> bool {
         "this member's clock was apart from its leader's: it follows the leader's (D72)"
     );
     true
+}
+
+/// Readings of a leader's clock that put it behind this member's, in a row, before this member
+/// moves its clock back to it (D74).
+const BACK_AFTER: u32 = 3;
+
+/// The readings behind this member's clock heard in a row since the last one that was not.
+static BEHIND: Mutex<Behind> = Mutex::new(Behind { in_a_row: 0, least: i64::MIN });
+
+/// What a follower has heard of a leader that seems behind it. A reading is the leader's time
+/// at sending plus how long the append took here, so it is late by however long the append
+/// waited before it was handled: it can put the leader behind when it is not, never ahead
+/// when it is not. So a leader ahead is followed at once, and one behind only when
+/// [`BACK_AFTER`] readings in a row agree, and then to the latest of them (D74). Taking one
+/// late reading moved a loaded follower back and its next prompt heartbeat forward again, each
+/// time with a file sync.
+struct Behind {
+    in_a_row: u32,
+    /// The highest offset the readings in a row put the leader at (the least behind).
+    least: i64,
+}
+
+impl Behind {
+    fn heard(&mut self, mine: i64, leader_now: Micros, beyond: i64) -> Option<i64> {
+        let Some(theirs) = followed(mine, leader_now, beyond) else {
+            *self = Behind { in_a_row: 0, least: i64::MIN };
+            return None;
+        };
+        if theirs > mine {
+            *self = Behind { in_a_row: 0, least: i64::MIN };
+            return Some(theirs);
+        }
+        self.in_a_row += 1;
+        self.least = self.least.max(theirs);
+        if self.in_a_row < BACK_AFTER {
+            return None;
+        }
+        let back = self.least;
+        *self = Behind { in_a_row: 0, least: i64::MIN };
+        Some(back)
+    }
 }
 
 /// The offset that makes this member's clock (at `mine`) read `leader_now`, when the two are
@@ -287,6 +328,33 @@ mod tests {
         assert_eq!(followed(mine.offset, mine.now() + hour, 0), None);
         assert_eq!(followed(mine.offset, mine.now() + 400 * 24 * hour, second), None);
         assert_eq!(followed(mine.offset, u64::MAX, second), None);
+    }
+
+    /// A loaded follower's late readings must not move its clock back and the next prompt one
+    /// forward again (D74): back only when three readings in a row agree, and to the latest.
+    #[test]
+    fn a_leader_behind_is_followed_only_when_readings_agree() {
+        let second = 1_000_000i64;
+        let mine = Clock::anchored_at(system_micros());
+        let mut b = Behind { in_a_row: 0, least: i64::MIN };
+        // One reading late by 1.5 s, then a prompt one: nothing moves.
+        assert_eq!(b.heard(mine.offset, mine.now() - 1_500_000, second), None);
+        assert_eq!(b.heard(mine.offset, mine.now(), second), None);
+        assert_eq!(b.heard(mine.offset, mine.now() - 1_500_000, second), None, "the prompt one broke the row");
+        assert_eq!(b.heard(mine.offset, mine.now() - 1_500_000, second), None);
+        // Three in a row, 3, 2 and 4 s behind: back to the latest (2 s behind).
+        let mut b = Behind { in_a_row: 0, least: i64::MIN };
+        let (base, now) = (mine.offset, mine.now());
+        assert_eq!(b.heard(base, now - 3 * second as u64, second), None);
+        assert_eq!(b.heard(base, now - 2 * second as u64, second), None);
+        let back = b.heard(base, now - 4 * second as u64, second).expect("three in a row agree");
+        let behind = mine.now() as i64 - Clock { offset: back }.now() as i64;
+        assert!((2 * second - 500_000..=2 * second + 500_000).contains(&behind), "{behind} us behind");
+        // A leader ahead is followed at once, and clears a row begun before it.
+        let mut b = Behind { in_a_row: 2, least: base - 3 * second };
+        let ahead = b.heard(base, mine.now() + 5 * second as u64, second).expect("ahead: at once");
+        assert!(ahead > base);
+        assert_eq!(b.in_a_row, 0);
     }
 
     #[test]

@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::runtime::RaftInstant;
 use crate::{NodeId, Raft};
 
 /// What a leader sends the voter it hands over to.
@@ -355,17 +356,88 @@ impl Drop for Held<'_> {
     }
 }
 
+/// A follower's side of hand-overs (D73): when it last heard its leader, on the Raft clock;
+/// the leases it let go (`baton_raft_leases_let_go_total`); until when its candidacy is held.
+/// One per member, so that a release repeated before the leader was heard again moves
+/// nothing and starts nothing (D74).
+#[derive(Default)]
+pub struct Released {
+    heard: Mutex<Option<RaftInstant>>,
+    count: AtomicU64,
+    /// Until when this member does not stand; `Some` while a task waits to let it stand.
+    candidacy: Mutex<Option<Instant>>,
+}
+
+impl Released {
+    /// An append, vote or snapshot from a leader was handled: openraft dated the lease it
+    /// gives no later than now.
+    pub(crate) fn heard(&self) {
+        *self.heard.lock() = Some(<RaftInstant as openraft::Instant>::now());
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Acquire)
+    }
+
+    /// Moves the Raft clock just far enough that the lease given at the last thing heard is
+    /// over; false when it already is (a repeated release, D74: each one moved the clock
+    /// another lease and started another task).
+    fn let_lease_go(&self, lease: Duration) -> bool {
+        let mut heard = self.heard.lock();
+        let now = <RaftInstant as openraft::Instant>::now();
+        let over = heard.unwrap_or(now) + lease;
+        if heard.is_some() && over <= now {
+            return false;
+        }
+        crate::runtime::let_lease_go(over - now);
+        heard.get_or_insert(now);
+        self.count.fetch_add(1, Ordering::AcqRel);
+        true
+    }
+
+    /// Keeps this member from standing for `held`, from now; one task at most lets it stand
+    /// again, once the latest hold is over.
+    fn hold_candidacy(self: &Arc<Self>, raft: &Raft, stands: bool, held: Duration) {
+        raft.runtime_config().elect(false);
+        if !stands {
+            return;
+        }
+        let mut until = self.candidacy.lock();
+        let waiting = until.is_some();
+        *until = Some(Instant::now() + held);
+        if waiting {
+            return;
+        }
+        let (raft, me) = (raft.clone(), Arc::clone(self));
+        tokio::spawn(async move {
+            loop {
+                let at = {
+                    let mut until = me.candidacy.lock();
+                    match *until {
+                        Some(at) if at > Instant::now() => at,
+                        _ => {
+                            *until = None;
+                            raft.runtime_config().elect(true);
+                            return;
+                        }
+                    }
+                };
+                tokio::time::sleep_until(at).await;
+            }
+        });
+    }
+}
+
 /// The receiving side of `/raft/release` (D73): a voter that is not the one asked to stand
 /// holds its own candidacy for two leases (so its election timer, which the moved clock
 /// makes due, does not race the candidate) and moves its Raft clock past its lease, so it
-/// grants the candidate's vote. Only on the word of its leader in its current term.
-/// `released` counts the leases this member let go (`baton_raft_leases_let_go_total`); a
-/// hold on its candidacy is lifted only by the release that set it.
+/// grants the candidate's vote. Only on the word of its leader in its current term, and only
+/// once until that leader is heard again (D74).
 pub(crate) async fn release(
     raft: &Raft,
     stands: bool,
     lease: Duration,
-    released: &Arc<AtomicU64>,
+    released: &Arc<Released>,
     body: Bytes,
 ) -> Response {
     let req: ReleaseRequest = match codec().deserialize(&body) {
@@ -386,18 +458,10 @@ pub(crate) async fn release(
     if m.id == req.target {
         return (StatusCode::OK, "this member will be asked to stand").into_response();
     }
-    let mine = released.fetch_add(1, Ordering::AcqRel) + 1;
-    raft.runtime_config().elect(false);
-    crate::runtime::let_lease_go(lease + LEASE_SLACK);
-    if stands {
-        let (raft, released) = (raft.clone(), Arc::clone(released));
-        tokio::spawn(async move {
-            tokio::time::sleep(lease * 2).await;
-            if released.load(Ordering::Acquire) == mine {
-                raft.runtime_config().elect(true);
-            }
-        });
+    if !released.let_lease_go(lease + LEASE_SLACK) {
+        return (StatusCode::OK, "lease already let go").into_response();
     }
+    released.hold_candidacy(raft, stands, lease * 2);
     tracing::info!(from = req.leader, term = req.term, to = req.target, "the leader hands over: lease let go");
     (StatusCode::OK, "lease let go").into_response()
 }

@@ -248,7 +248,7 @@ struct Served {
     clock: Option<Timekeeper>,
     /// The lease this member gives its leader (openraft's `election_timeout_max`).
     lease: Duration,
-    released: Arc<std::sync::atomic::AtomicU64>,
+    released: Arc<crate::handover::Released>,
 }
 
 /// The receiving side: the routes a node serves on its Raft address, `/raft/about` (this
@@ -260,7 +260,7 @@ pub fn router(
     stands: bool,
     clock: Option<Timekeeper>,
     lease: Duration,
-    released: Arc<std::sync::atomic::AtomicU64>,
+    released: Arc<crate::handover::Released>,
 ) -> Router {
     let about = Arc::new(about);
     Router::new()
@@ -320,6 +320,7 @@ async fn append(State(s): State<Served>, headers: axum::http::HeaderMap, body: B
         Err(resp) => return resp,
     };
     let answer = s.raft.append_entries(req).await;
+    s.released.heard();
     // Only an append this member accepted comes from its leader in the current term (a
     // higher vote means a deposed sender, whose clock no one follows).
     let accepted = matches!(
@@ -340,7 +341,9 @@ async fn vote(State(s): State<Served>, body: Bytes) -> Response {
         Ok(r) => r,
         Err(resp) => return resp,
     };
-    encode(s.max, &s.raft.vote(req).await)
+    let answer = s.raft.vote(req).await;
+    s.released.heard();
+    encode(s.max, &answer)
 }
 
 async fn elect(State(s): State<Served>, body: Bytes) -> Response {
@@ -356,5 +359,7 @@ async fn snapshot(State(s): State<Served>, body: Bytes) -> Response {
         Ok(r) => r,
         Err(resp) => return resp,
     };
-    encode(s.max, &s.raft.install_snapshot(req).await)
+    let answer = s.raft.install_snapshot(req).await;
+    s.released.heard();
+    encode(s.max, &answer)
 }

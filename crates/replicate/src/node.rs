@@ -104,7 +104,7 @@ pub struct Node<A: Applier> {
     /// Appends held back while this member hands over (D73).
     gate: Arc<network::AppendGate>,
     /// Leases this member let go for a leader's hand-over (D73).
-    released: Arc<std::sync::atomic::AtomicU64>,
+    released: Arc<crate::handover::Released>,
     since: LeadingSince,
     /// The leader lease a follower keeps (openraft's `election_timeout_max`).
     lease: Duration,
@@ -130,7 +130,7 @@ impl<A: Applier> Node<A> {
         if !cfg.stands {
             raft.runtime_config().elect(false);
         }
-        let released = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let released = Arc::new(crate::handover::Released::default());
         let app = network::router(
             raft.clone(),
             cfg.max_rpc_bytes,
@@ -183,7 +183,7 @@ impl<A: Applier> Node<A> {
 
     /// How many times this member let its lease go for its leader's hand-over (D73).
     pub fn leases_let_go(&self) -> u64 {
-        self.released.load(std::sync::atomic::Ordering::Acquire)
+        self.released.count()
     }
 
     /// The voters of the membership in effect.

@@ -158,3 +158,44 @@ async fn release_requests_not_from_the_leader_let_nothing_go() {
         n.take().unwrap().shutdown().await;
     }
 }
+
+/// A release repeated before the leader is heard again moves nothing (D74): each one moved
+/// the follower's Raft clock another lease forward and started another task. Heartbeats two
+/// seconds apart, so a hundred releases in a row see at most one of them in between.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_release_lets_the_lease_go_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut nodes, _) = start_three(dir.path(), |c| {
+        c.heartbeat = Duration::from_secs(2);
+        c.election = (Duration::from_secs(4), Duration::from_secs(5));
+    })
+    .await;
+    let l = leader(&nodes).await;
+    let last = write(nodes[l].as_ref().unwrap(), 0, 5).await;
+    agree(&mut nodes, last).await;
+    let lm = nodes[l].as_ref().unwrap().raft.metrics().borrow().clone();
+    let f = (l + 1) % 3;
+    let follower = nodes[f].as_ref().unwrap();
+    let fid = follower.raft.metrics().borrow().id;
+    let target = (1..=3).find(|i| *i != lm.id && *i != fid).unwrap();
+    let req = ReleaseRequest { leader: lm.id, term: lm.current_term, target };
+    let before = follower.leases_let_go();
+    let mut again = 0;
+    for _ in 0..100 {
+        let (st, text) = post_release(follower.addr, &req).await;
+        assert_eq!(st, 200, "{text}");
+        again += usize::from(text == "lease already let go");
+    }
+    let let_go = follower.leases_let_go() - before;
+    assert!((1..=2).contains(&let_go), "100 releases let {let_go} leases go");
+    assert_eq!(again as u64, 100 - let_go, "every other release was answered as a repeat");
+    // The leader still leads in the same term once its next heartbeats arrive.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    for n in nodes.iter().flatten() {
+        let m = n.raft.metrics().borrow().clone();
+        assert_eq!((m.current_term, m.current_leader), (lm.current_term, Some(lm.id)));
+    }
+    for n in nodes.iter_mut() {
+        n.take().unwrap().shutdown().await;
+    }
+}
