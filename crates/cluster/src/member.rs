@@ -56,10 +56,12 @@ impl Member {
         let engine = tokio::task::block_in_place(|| Engine::start_member(engine_cfg, log.clone()))?;
         let links = node_cfg.dir.join("snapshot-files");
         let applier = EngineApplier { engine: engine.clone(), data_dir, links };
-        let node = Arc::new(tokio::task::block_in_place(|| {
-            tokio::runtime::Handle::current().block_on(Node::start(node_cfg, applier))
-        })?);
-        log.connect(node.raft.clone());
+        // Raft (openraft's tasks, the Raft listener, proposals and their completions) runs on
+        // its own runtime, not behind the client requests (D75).
+        let raft_rt = baton_replicate::runtime::dedicated()?;
+        let node =
+            Arc::new(raft_rt.spawn(Node::start(node_cfg, applier)).await.map_err(|e| format!("starting Raft: {e}"))??);
+        log.connect(&raft_rt, node.raft.clone(), node.log.clone());
         if peers.keys().next() == Some(&id) && !node.raft.is_initialized().await.map_err(|e| e.to_string())? {
             node.initialize(&peers).await?;
             tracing::info!(members = peers.len(), "initialized a new cluster");

@@ -46,6 +46,8 @@ pub struct RaftLog {
     /// that does not go backwards.
     last: AtomicU64,
     tx: OnceLock<mpsc::UnboundedSender<Proposal>>,
+    /// Raft's log storage, to see how far openraft has taken the proposals (D75).
+    store: OnceLock<baton_replicate::log_store::LogStore>,
     /// Set when a frame of this term was refused or committed elsewhere: the state that
     /// planned it must be rebuilt.
     lost: Arc<AtomicBool>,
@@ -70,6 +72,7 @@ impl RaftLog {
             settled: Arc::new(tokio::sync::Notify::new()),
             last: AtomicU64::new(0),
             tx: OnceLock::new(),
+            store: OnceLock::new(),
             lost: Arc::new(AtomicBool::new(false)),
             proposed: AtomicU64::new(0),
             commit_timeout,
@@ -84,13 +87,16 @@ impl RaftLog {
     }
 
     /// Starts the proposing and completing tasks on this runtime, for `raft`. Once.
-    pub fn connect(&self, raft: Raft) {
+    pub fn connect(&self, rt: &tokio::runtime::Handle, raft: Raft, store: baton_replicate::log_store::LogStore) {
+        if self.store.set(store).is_err() {
+            tracing::error!("RaftLog::connect called twice");
+        }
         let (tx, mut rx) = mpsc::unbounded_channel::<Proposal>();
         let (done_tx, mut done_rx) = mpsc::unbounded_channel();
         let lost = Arc::clone(&self.lost);
         let (in_flight, settled) = (Arc::clone(&self.in_flight), Arc::clone(&self.settled));
         let timeout = self.commit_timeout;
-        tokio::spawn(async move {
+        rt.spawn(async move {
             while let Some(p) = rx.recv().await {
                 let answer = raft.client_write_ff(Frame(p.bytes.into())).await.ok();
                 if done_tx.send((p.index, p.item, answer)).is_err() {
@@ -98,7 +104,7 @@ impl RaftLog {
                 }
             }
         });
-        tokio::spawn(async move {
+        rt.spawn(async move {
             while let Some((index, item, answer)) = done_rx.recv().await {
                 let result = match answer {
                     None => Err("raft is stopping: the outcome is unknown".to_string()),
@@ -206,6 +212,14 @@ impl Log for RaftLog {
 
     /// The engine's checkpoint through `index - 1` is durable: Raft's log is compacted by
     /// a snapshot of it (D43), which the member's compaction task asks openraft for.
+    /// A proposal not yet handed to the log storage waits behind openraft's write of the one
+    /// before it (openraft 0.9 writes one client write at a time and waits for its sync):
+    /// the planner may as well add to its next frame (D75).
+    fn backlog(&self) -> bool {
+        let Some(store) = self.store.get() else { return false };
+        self.numbering.lock().next.is_some() && self.last.load(Ordering::Acquire) >= store.taken()
+    }
+
     fn truncate_before(&self, index: u64) {
         self.checkpoint.fetch_max(index.saturating_sub(1), Ordering::AcqRel);
         self.checkpointed.notify_one();

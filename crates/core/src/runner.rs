@@ -36,6 +36,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
+/// How long a frame may be held back for a log's backlog (D75), and how often the backlog
+/// is looked at meanwhile.
+const MAX_HOLD: Duration = Duration::from_millis(2);
+const HOLD_POLL: Duration = Duration::from_micros(100);
+
 /// One group-commit frame: the entries of one planner batch and who waits on them.
 struct Frame {
     entries: Vec<Entry>,
@@ -115,6 +120,8 @@ pub(crate) struct PlannerLoop {
     frame_bytes: usize,
     /// Replies of requests that changed nothing; they wait for `submitted` at the time.
     parked: Vec<Reply>,
+    /// Since when the open frame is held back while the log has a backlog (D75).
+    holding: Option<Instant>,
     /// Where the expired-KV sweep goes on at the next tick.
     kv_sweep: crate::kv::SweepCursor,
     last_prune: Instant,
@@ -150,6 +157,7 @@ impl PlannerLoop {
             frame_entries: Vec::new(),
             frame_replies: Vec::new(),
             frame_bytes: 0,
+            holding: None,
             parked: Vec::new(),
             kv_sweep: None,
             last_prune: Instant::now(),
@@ -165,7 +173,10 @@ impl PlannerLoop {
         let tick = Duration::from_millis(100);
         let mut next_tick = Instant::now() + tick;
         loop {
-            let timeout = next_tick.saturating_duration_since(Instant::now());
+            let mut timeout = next_tick.saturating_duration_since(Instant::now());
+            if self.holding.is_some() {
+                timeout = timeout.min(HOLD_POLL);
+            }
             let first = match rx.recv_timeout(timeout) {
                 Ok(c) => Some(c),
                 Err(RecvTimeoutError::Timeout) => None,
@@ -193,6 +204,9 @@ impl PlannerLoop {
                 self.on_tick();
                 next_tick = Instant::now() + tick;
             }
+            if self.hold_frame(stop.is_some()) {
+                continue;
+            }
             self.flush();
             if let Some(done) = stop {
                 self.log.shutdown();
@@ -215,8 +229,29 @@ impl PlannerLoop {
         self.settle(Box::new(|_| {}));
     }
 
+    /// Whether to keep adding to the open frame instead of handing it over now: while the
+    /// log has a frame it has not begun to write (D75), one more frame would only queue
+    /// behind it and cost a write of its own, since openraft writes a cluster member's
+    /// proposals one at a time and waits for each one's sync. At most `MAX_HOLD`, and never
+    /// past half a frame.
+    fn hold_frame(&mut self, stopping: bool) -> bool {
+        let hold = !stopping
+            && !self.frame_entries.is_empty()
+            && self.frame_bytes < self.p.limits.max_frame_bytes / 2
+            && self.log.backlog();
+        match (hold, self.holding) {
+            (true, None) => {
+                self.holding = Some(Instant::now());
+                true
+            }
+            (true, Some(since)) => since.elapsed() < MAX_HOLD,
+            (false, _) => false,
+        }
+    }
+
     /// Hand the planned entries to the WAL as one frame; park answers that need no entry.
     fn flush(&mut self) {
+        self.holding = None;
         let parked = std::mem::take(&mut self.parked);
         if !self.frame_entries.is_empty() {
             let mut marks = Vec::new();
