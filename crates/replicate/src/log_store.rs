@@ -82,7 +82,10 @@ impl Flush {
         } else if upto.is_none_or(|u| self.durable.is_some_and(|d| d >= u)) {
             cb(Ok(()));
         } else {
-            self.waiting.push_back((upto.expect("checked"), cb));
+            // In index order, whoever asks: `done` fires them from the front.
+            let upto = upto.expect("checked");
+            let at = self.waiting.partition_point(|(u, _)| *u <= upto);
+            self.waiting.insert(at, (upto, cb));
         }
     }
 
@@ -203,6 +206,19 @@ impl LogStore {
     /// past it wait for openraft to write the one before (it writes one at a time, D75).
     pub fn taken(&self) -> u64 {
         self.inner.taken.load(Ordering::Acquire)
+    }
+
+    /// Waits until every entry through `index` is durable in this log; the reason if the log
+    /// failed first.
+    pub async fn durable_through(&self, index: u64) -> Result<(), String> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.inner.flush.lock().wait(
+            Some(index),
+            Box::new(move |r| {
+                let _ = tx.send(r.map_err(|e| e.to_string()));
+            }),
+        );
+        rx.await.map_err(|_| "the log stopped before the entry was durable".to_string())?
     }
 
     pub fn stats(&self) -> &LogStats {

@@ -178,3 +178,47 @@ fn flush_callbacks_wait_for_their_index_and_hear_failures() {
     assert_eq!(fired.lock().last(), Some(&("after the failure", false)));
     assert_eq!(fired.lock().len(), 5);
 }
+
+/// A member applies an entry only once its own log holds it durably (D76): a leader's entry
+/// may commit on the followers' copies before the leader's own sync ends, and the engine must
+/// not take into its state (and its checkpoint) what this log could still lose.
+#[test]
+fn an_entry_is_applied_only_once_this_log_holds_it_durably() {
+    use openraft::storage::RaftStateMachine;
+    rt().block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = LogStore::open(small(dir.path()), &dir.path().join("raft")).unwrap();
+        let mut sm = Machine::open(&dir.path().join("snapshots"), Recorder::default()).unwrap();
+        sm.apply_only_durable(log.clone());
+        append(&mut log, vec![normal(1, 0, "a"), normal(1, 1, "b")]).await.unwrap();
+        sm.apply(vec![normal(1, 0, "a")]).await.unwrap();
+        // Entries 1 and 2 are committed, but this log does not hold entry 2 yet.
+        let mut later = sm.clone();
+        let pending = tokio::spawn(async move { later.apply(vec![normal(1, 1, "b"), normal(1, 2, "c")]).await });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!pending.is_finished(), "applied before this log held the entry");
+        assert_eq!(sm.with_applier(|r| r.0.len()), 1);
+        append(&mut log, vec![normal(1, 2, "c")]).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(5), pending).await.expect("applied once durable").unwrap().unwrap();
+        let applied: Vec<u64> = sm.with_applier(|r| r.0.iter().map(|(i, _)| *i).collect());
+        assert_eq!(applied, [0, 1, 2]);
+    });
+}
+
+/// A wait registered after a later one is still fired at its own index (`durable_through`
+/// asks for indexes below what openraft's callbacks wait for).
+#[test]
+fn a_wait_for_an_earlier_index_fires_at_that_index() {
+    let fired = Arc::new(Mutex::new(Vec::new()));
+    let probe = |name: &'static str| -> Callback {
+        let fired = Arc::clone(&fired);
+        Box::new(move |r: Result<(), std::io::Error>| fired.lock().push((name, r.is_ok())))
+    };
+    let mut f = Flush { durable: Some(2), failed: None, waiting: VecDeque::new() };
+    f.wait(Some(9), probe("nine"));
+    f.wait(Some(4), probe("four"));
+    f.done(4, Ok(5));
+    assert_eq!(*fired.lock(), vec![("four", true)]);
+    f.done(9, Ok(10));
+    assert_eq!(*fired.lock(), vec![("four", true), ("nine", true)]);
+}

@@ -110,11 +110,13 @@ struct Inner<A> {
 /// The state machine handed to openraft; its snapshot builder shares it.
 pub struct Machine<A> {
     inner: Arc<Mutex<Inner<A>>>,
+    /// This member's log: nothing is applied before it is durable here (D76).
+    log: Arc<std::sync::OnceLock<crate::log_store::LogStore>>,
 }
 
 impl<A> Clone for Machine<A> {
     fn clone(&self) -> Self {
-        Machine { inner: Arc::clone(&self.inner) }
+        Machine { inner: Arc::clone(&self.inner), log: Arc::clone(&self.log) }
     }
 }
 
@@ -169,7 +171,17 @@ impl<A: Applier> Machine<A> {
                 current: newest,
                 received: 0,
             })),
+            log: Arc::default(),
         })
+    }
+
+    /// From now on an entry is applied only once this member's own copy of it is durable
+    /// (D76). A leader's entries commit once a majority holds them, which since D76 may not
+    /// yet include the leader itself: applying one there first would put into the engine's
+    /// state (and its checkpoint) an entry the leader's log could still lose, to a crash
+    /// before its sync. Set once, before Raft starts.
+    pub fn apply_only_durable(&self, log: crate::log_store::LogStore) {
+        let _ = self.log.set(log);
     }
 
     /// Runs `f` on the applier (for the node's reads of its state and for tests).
@@ -403,6 +415,12 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for Machine<A> {
         I: IntoIterator<Item = Entry> + Send,
         I::IntoIter: Send,
     {
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        if let (Some(log), Some(last)) = (self.log.get(), entries.last()) {
+            log.durable_through(last.log_id.index)
+                .await
+                .map_err(|e| io_error(ErrorSubject::Apply(last.log_id), ErrorVerb::Write, e))?;
+        }
         let mut i = self.inner.lock();
         let mut out = Vec::new();
         for e in entries {

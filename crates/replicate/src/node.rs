@@ -119,6 +119,7 @@ impl<A: Applier> Node<A> {
         let raft_cfg = cfg.raft_config()?;
         let log = LogStore::open(cfg.log.clone(), &cfg.dir.join("raft")).map_err(|e| format!("raft log: {e}"))?;
         let machine = Machine::open(&cfg.dir.join("snapshots"), applier).map_err(|e| format!("snapshots: {e}"))?;
+        machine.apply_only_durable(log.clone());
         let listener =
             TcpListener::bind(cfg.listen).await.map_err(|e| format!("raft listener on {}: {e}", cfg.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
