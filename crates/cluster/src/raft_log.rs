@@ -212,12 +212,13 @@ impl Log for RaftLog {
 
     /// The engine's checkpoint through `index - 1` is durable: Raft's log is compacted by
     /// a snapshot of it (D43), which the member's compaction task asks openraft for.
-    /// A proposal not yet handed to the log storage waits behind openraft's write of the one
-    /// before it (openraft 0.9 writes one client write at a time and waits for its sync):
-    /// the planner may as well add to its next frame (D75).
+    /// While this leader's own copy of a proposal is not yet durable, a frame proposed now
+    /// could not be answered before that sync ends either (an entry is applied, and
+    /// answered, only once this member holds it durably, D76): the planner may as well add
+    /// to its next frame, which then costs the followers one entry instead of several (D75).
     fn backlog(&self) -> bool {
         let Some(store) = self.store.get() else { return false };
-        self.numbering.lock().next.is_some() && self.last.load(Ordering::Acquire) >= store.taken()
+        self.numbering.lock().next.is_some() && store.durable().is_none_or(|d| self.last.load(Ordering::Acquire) > d)
     }
 
     fn truncate_before(&self, index: u64) {

@@ -17,6 +17,8 @@
 //! effect (a partial plan) is never logged; the node latches instead, since
 //! its in-memory state already holds the half that was applied (D1).
 
+#[cfg(test)]
+mod hold_tests;
 mod member;
 
 use crate::appender::{Appender, Join, Joined};
@@ -38,8 +40,8 @@ use tokio::sync::oneshot;
 
 /// How long a frame may be held back for a log's backlog (D75), and how often the backlog
 /// is looked at meanwhile.
-const MAX_HOLD: Duration = Duration::from_millis(2);
-const HOLD_POLL: Duration = Duration::from_micros(100);
+pub(super) const MAX_HOLD: Duration = Duration::from_millis(2);
+pub(super) const HOLD_POLL: Duration = Duration::from_micros(100);
 
 /// One group-commit frame: the entries of one planner batch and who waits on them.
 struct Frame {

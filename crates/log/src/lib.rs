@@ -123,9 +123,9 @@ pub trait Log: Send + Sync {
     fn failure(&self) -> Option<String>;
     /// Finish what was appended, then refuse more.
     fn shutdown(&self);
-    /// Whether a frame appended now would only wait behind one not yet being written: the
-    /// caller may as well add to its next frame a little longer (D75). A log whose writer
-    /// groups waiting frames itself (the local WAL) never says so.
+    /// Whether a frame appended now would only wait behind one still being made durable:
+    /// the caller may as well add to its next frame a little longer (D75). A log whose
+    /// writer groups waiting frames itself (the local WAL) never says so.
     fn backlog(&self) -> bool {
         false
     }

@@ -115,8 +115,6 @@ struct Inner {
     state: Mutex<State>,
     tail: Mutex<Tail>,
     stats: LogStats,
-    /// One past the last index openraft handed to `append` (0: none yet).
-    taken: AtomicU64,
 }
 
 /// What the log store did, for `/metrics` and for tests that must know a path was taken.
@@ -190,7 +188,6 @@ impl LogStore {
                 state: Mutex::new(State { wal: Arc::new(wal), meta, last, committed_saved: None }),
                 tail: Mutex::new(Tail { entries: BTreeMap::new(), bytes: 0 }),
                 stats: LogStats::default(),
-                taken: AtomicU64::new(0),
             }),
         })
     }
@@ -202,10 +199,9 @@ impl LogStore {
         self.inner.get(start, end, usize::MAX, &mut wal)
     }
 
-    /// One past the last index openraft handed to `append`: on a leader, proposals at or
-    /// past it wait for openraft to write the one before (it writes one at a time, D75).
-    pub fn taken(&self) -> u64 {
-        self.inner.taken.load(Ordering::Acquire)
+    /// The index through which every entry is durable in this log.
+    pub fn durable(&self) -> Option<u64> {
+        self.inner.flush.lock().durable
     }
 
     /// Waits until every entry through `index` is durable in this log; the reason if the log
@@ -444,9 +440,6 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // The callback means "everything appended so far is durable": it waits for the last
         // entry submitted, by this call or an earlier one.
         let upto = raft_index(st.wal.next_index()).checked_sub(1);
-        if let Some(last) = st.last {
-            self.inner.taken.store(last.index + 1, Ordering::Release);
-        }
         drop(st);
         self.inner.flush.lock().wait(upto, Box::new(move |r| callback.log_io_completed(r)));
         self.evict();
