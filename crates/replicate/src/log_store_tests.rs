@@ -154,15 +154,24 @@ fn an_empty_log_starts_where_its_first_entry_is() {
     });
 }
 
+type Fired = Arc<Mutex<Vec<(&'static str, bool)>>>;
+
+/// Callbacks that record, by name, that they fired and whether with success.
+fn recording() -> (Fired, impl Fn(&'static str) -> Callback) {
+    let fired: Fired = Arc::default();
+    let record = Arc::clone(&fired);
+    let probe = move |name: &'static str| -> Callback {
+        let fired = Arc::clone(&record);
+        Box::new(move |r: Result<(), std::io::Error>| fired.lock().push((name, r.is_ok())))
+    };
+    (fired, probe)
+}
+
 /// A flush callback fires only once everything through its index is durable, in order,
 /// and after a failure every waiting and later callback hears the failure.
 #[test]
 fn flush_callbacks_wait_for_their_index_and_hear_failures() {
-    let fired = Arc::new(Mutex::new(Vec::new()));
-    let probe = |name: &'static str| -> Callback {
-        let fired = Arc::clone(&fired);
-        Box::new(move |r: Result<(), std::io::Error>| fired.lock().push((name, r.is_ok())))
-    };
+    let (fired, probe) = recording();
     let mut f = Flush { durable: Some(2), failed: None, waiting: VecDeque::new() };
     f.wait(Some(2), probe("at once"));
     f.wait(None, probe("nothing to wait for"));
@@ -209,11 +218,7 @@ fn an_entry_is_applied_only_once_this_log_holds_it_durably() {
 /// asks for indexes below what openraft's callbacks wait for).
 #[test]
 fn a_wait_for_an_earlier_index_fires_at_that_index() {
-    let fired = Arc::new(Mutex::new(Vec::new()));
-    let probe = |name: &'static str| -> Callback {
-        let fired = Arc::clone(&fired);
-        Box::new(move |r: Result<(), std::io::Error>| fired.lock().push((name, r.is_ok())))
-    };
+    let (fired, probe) = recording();
     let mut f = Flush { durable: Some(2), failed: None, waiting: VecDeque::new() };
     f.wait(Some(9), probe("nine"));
     f.wait(Some(4), probe("four"));
