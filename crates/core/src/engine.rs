@@ -101,6 +101,10 @@ pub struct Counters {
     pub commands: AtomicU64,
     /// Requests refused because `max_queued_requests` were already waiting for the planner.
     pub overloaded: AtomicU64,
+    /// Frames the planner held back for the log's backlog (D75), and those it let go only
+    /// because the hold reached its bound.
+    pub frames_held: AtomicU64,
+    pub holds_timed_out: AtomicU64,
 }
 
 pub struct Shared {

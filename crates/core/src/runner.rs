@@ -244,9 +244,14 @@ impl PlannerLoop {
         match (hold, self.holding) {
             (true, None) => {
                 self.holding = Some(Instant::now());
+                self.shared.counters.frames_held.fetch_add(1, Ordering::Relaxed);
                 true
             }
-            (true, Some(since)) => since.elapsed() < MAX_HOLD,
+            (true, Some(since)) if since.elapsed() < MAX_HOLD => true,
+            (true, Some(_)) => {
+                self.shared.counters.holds_timed_out.fetch_add(1, Ordering::Relaxed);
+                false
+            }
             (false, _) => false,
         }
     }

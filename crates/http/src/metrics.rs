@@ -215,6 +215,18 @@ async fn text(app: &App) -> String {
         "Requests answered overloaded (429) because --max-queued-requests were already waiting for the planner.",
         c.overloaded.load(Relaxed),
     );
+    counter(
+        &mut out,
+        "baton_planner_frames_held_total",
+        "Frames the planner held open (at most 2 ms) while a cluster leader's own copy of its last one was not yet durable (D75).",
+        c.frames_held.load(Relaxed),
+    );
+    counter(
+        &mut out,
+        "baton_planner_holds_timed_out_total",
+        "Held frames let go only because the hold reached its 2 ms bound (D75).",
+        c.holds_timed_out.load(Relaxed),
+    );
     thread_cpu(&mut out);
     let w = app.engine.wal_stats();
     counter(

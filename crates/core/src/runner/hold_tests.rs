@@ -94,6 +94,11 @@ fn a_frame_is_held_while_the_log_has_a_backlog_and_never_longer_than_max_hold() 
     });
     let frames = log.frames.load(Ordering::Acquire) - before;
     assert!(frames < 10, "20 writes during holds took {frames} frames");
+    // Every held frame was counted, and with a backlog that never clears each hold ran out.
+    let c = engine.counters();
+    let (held, timed_out) = (c.frames_held.load(Ordering::Acquire), c.holds_timed_out.load(Ordering::Acquire));
+    assert!(held >= 3 + frames, "{held} holds counted");
+    assert_eq!(held, timed_out);
     assert!(HOLD_POLL < MAX_HOLD);
     assert!(alone < Duration::from_secs(2), "a write with no backlog took {alone:?}");
     engine.shutdown();
