@@ -170,7 +170,7 @@ impl PlannerLoop {
     pub(crate) fn run(mut self, rx: Receiver<Cmd>) {
         // A cluster member plans nothing until it leads (D40): it chooses the key then.
         if self.shared.writable.load(Ordering::Acquire) {
-            self.ensure_hash_key();
+            self.begin_planning();
         }
         let tick = Duration::from_millis(100);
         let mut next_tick = Instant::now() + tick;
@@ -222,11 +222,26 @@ impl PlannerLoop {
         self.log.shutdown();
     }
 
-    fn ensure_hash_key(&mut self) {
+    /// What a member plans before anything else, whenever it begins to plan (a start, a
+    /// promotion): the transaction-id key if there is none yet, and the abort of every open
+    /// Kafka transaction (D77), whose early-answered steps a crash or a lost term may have
+    /// taken. One entry, ahead of every client request.
+    fn begin_planning(&mut self) {
         self.p.begin(wall_micros());
         let keyed = self.p.step(|p| p.ensure_hash_key());
         if let Err(e) = keyed {
             self.shared.latch(format!("choosing the transaction-id key: {e}"));
+        }
+        match self.p.step(|p| p.abort_open_txns()) {
+            Ok(0) => {}
+            Ok(n) => {
+                self.shared.counters.txns_aborted_at_start.fetch_add(n as u64, Ordering::Relaxed);
+                tracing::info!(
+                    aborted = n,
+                    "kafka: transactions open when this member began to plan were aborted (D77)"
+                );
+            }
+            Err(e) => self.shared.latch(format!("aborting the open Kafka transactions: {e}")),
         }
         self.settle(Box::new(|_| {}));
     }
@@ -334,6 +349,13 @@ impl PlannerLoop {
     /// Record the result of planning one request: its entry joins the frame and
     /// its answer waits for that frame; no entry means it waits for what came before.
     fn settle(&mut self, reply: Reply) {
+        self.settle_as(reply, false)
+    }
+
+    /// As [`Self::settle`], but with `early` an answer whose entry joined the frame goes out
+    /// now, before the frame is durable (D77: only a step inside an open Kafka transaction,
+    /// which a member aborts when it begins to plan). Without an entry it waits as any other.
+    fn settle_as(&mut self, reply: Reply, early: bool) {
         for (t, q) in self.p.wakeups.drain(..) {
             self.lease_expiries.push(Reverse((t, q, None)));
         }
@@ -341,7 +363,13 @@ impl PlannerLoop {
             Ok(Some(e)) => {
                 self.frame_bytes += e.approx_bytes();
                 self.frame_entries.push(e);
-                self.frame_replies.push(reply);
+                if early {
+                    reply(Ok(()));
+                    self.shared.counters.txn_early_answers.fetch_add(1, Ordering::Relaxed);
+                    self.frame_replies.push(Box::new(|_| {}));
+                } else {
+                    self.frame_replies.push(reply);
+                }
                 if self.frame_bytes >= self.p.limits.max_frame_bytes {
                     self.flush();
                 }
@@ -451,8 +479,9 @@ impl PlannerLoop {
                 self.settle(deferred(reply, res));
             }
             Cmd::Produce(r, reply) => {
+                let early = r.txn_id.is_some();
                 let res = self.p.step(|p| p.produce(r));
-                self.settle(deferred(reply, res));
+                self.settle_as(deferred(reply, res), early);
             }
             Cmd::CreateTopic(t, n, configs, reply) => {
                 let res = self.p.step(|p| {
@@ -481,8 +510,9 @@ impl PlannerLoop {
                 self.settle(deferred(reply, res));
             }
             Cmd::KafkaTxn(op, reply) => {
+                let early = op.answered_early();
                 let res = self.p.step(|p| p.kafka_txn(op));
-                self.settle(deferred(reply, res));
+                self.settle_as(deferred(reply, res), early);
             }
             Cmd::Commit(g, t, offs, reply) => {
                 let res = reserved(&g).map(|_| self.p.commit_offsets(&g, &t, &offs));
