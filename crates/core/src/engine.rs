@@ -105,10 +105,6 @@ pub struct Counters {
     /// because the hold reached its bound.
     pub frames_held: AtomicU64,
     pub holds_timed_out: AtomicU64,
-    /// Steps inside open Kafka transactions answered before their entry was durable, and
-    /// transactions aborted because they were open when this member began to plan (D77).
-    pub txn_early_answers: AtomicU64,
-    pub txns_aborted_at_start: AtomicU64,
 }
 
 pub struct Shared {

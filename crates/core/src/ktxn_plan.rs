@@ -73,15 +73,6 @@ pub enum TxnOp {
     Expire,
 }
 
-impl TxnOp {
-    /// Whether a success is answered once planned, before its entry is durable (D77): the
-    /// steps inside an open transaction, whose loss can only abort it (a member aborts every
-    /// open transaction when it begins to plan). Init and End fence and decide: they wait.
-    pub fn answered_early(&self) -> bool {
-        matches!(self, TxnOp::AddPartitions { .. } | TxnOp::AddOffsets { .. } | TxnOp::Offsets { .. })
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TxnReply {
     Producer {
@@ -360,13 +351,13 @@ impl Planner {
 
     fn txn_expire(&mut self) -> Planned<TxnReply> {
         let now = self.now();
-        let due: Vec<String> = self
+        let due: Vec<(String, i16)> = self
             .state
             .ktxn
             .ids
             .iter()
             .filter(|(_, t)| t.open_since.is_some_and(|s| s.saturating_add(t.timeout_ms.max(0) as u64 * 1000) <= now))
-            .map(|(k, _)| k.clone())
+            .map(|(k, t)| (k.clone(), t.epoch))
             .collect();
         let idle: Vec<String> = self
             .state
@@ -377,39 +368,20 @@ impl Planner {
             .map(|(k, _)| k.clone())
             .collect();
         let n = due.len();
-        self.abort_fencing(due)?;
-        for tid in idle {
-            self.emit_pub(Effect::KafkaTxnForget { tid })?;
-        }
-        Ok(TxnReply::Expired(n))
-    }
-
-    /// Aborts every open transaction, as a timeout would (D77): planned by a member when it
-    /// begins to plan (a start, a promotion), because a transaction's Produce and
-    /// TxnOffsetCommit were answered before their entries were durable, and a crash or a
-    /// lost term may have taken some of them; a commit of what is left would commit part
-    /// of a transaction. Answers how many were aborted.
-    pub fn abort_open_txns(&mut self) -> Planned<usize> {
-        let open: Vec<String> =
-            self.state.ktxn.ids.iter().filter(|(_, t)| t.open_since.is_some()).map(|(k, _)| k.clone()).collect();
-        let n = open.len();
-        self.abort_fencing(open)?;
-        Ok(n)
-    }
-
-    /// Aborts each id's open transaction with an epoch bump, as Kafka aborts a timed-out
-    /// one: the producer that held it is fenced and must initialise again (KIP-588 lets it
-    /// do so with its producer id and epoch).
-    fn abort_fencing(&mut self, tids: Vec<String>) -> Result<(), CoreError> {
-        for tid in tids {
+        for (tid, epoch) in due {
             let t = &self.state.ktxn.ids[&tid];
-            let (producer, epoch) = match t.epoch.checked_add(1).filter(|e| *e < i16::MAX) {
+            // As Kafka does, the abort bumps the epoch: the producer that let its
+            // transaction time out is fenced and must initialise again.
+            let (producer, epoch) = match epoch.checked_add(1).filter(|e| *e < i16::MAX) {
                 Some(e) => (t.producer, e),
                 None => (self.state.next_producer, 0),
             };
             let timeout_ms = t.timeout_ms;
             self.rebirth(&tid, producer, epoch, timeout_ms, Some(false))?;
         }
-        Ok(())
+        for tid in idle {
+            self.emit_pub(Effect::KafkaTxnForget { tid })?;
+        }
+        Ok(TxnReply::Expired(n))
     }
 }

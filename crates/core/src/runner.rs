@@ -17,12 +17,12 @@
 //! effect (a partial plan) is never logged; the node latches instead, since
 //! its in-memory state already holds the half that was applied (D1).
 
+mod checkpointing;
 #[cfg(test)]
 mod hold_tests;
 mod member;
 
 use crate::appender::{Appender, Join, Joined};
-use crate::checkpoint::{self, CheckpointError};
 use crate::command::*;
 use crate::engine::{wall_micros, Cmd, EngineConfig, Reply, Shared};
 use crate::entry::{encode_entries, Entry};
@@ -170,7 +170,7 @@ impl PlannerLoop {
     pub(crate) fn run(mut self, rx: Receiver<Cmd>) {
         // A cluster member plans nothing until it leads (D40): it chooses the key then.
         if self.shared.writable.load(Ordering::Acquire) {
-            self.begin_planning();
+            self.ensure_hash_key();
         }
         let tick = Duration::from_millis(100);
         let mut next_tick = Instant::now() + tick;
@@ -222,26 +222,11 @@ impl PlannerLoop {
         self.log.shutdown();
     }
 
-    /// What a member plans before anything else, whenever it begins to plan (a start, a
-    /// promotion): the transaction-id key if there is none yet, and the abort of every open
-    /// Kafka transaction (D77), whose early-answered steps a crash or a lost term may have
-    /// taken. One entry, ahead of every client request.
-    fn begin_planning(&mut self) {
+    fn ensure_hash_key(&mut self) {
         self.p.begin(wall_micros());
         let keyed = self.p.step(|p| p.ensure_hash_key());
         if let Err(e) = keyed {
             self.shared.latch(format!("choosing the transaction-id key: {e}"));
-        }
-        match self.p.step(|p| p.abort_open_txns()) {
-            Ok(0) => {}
-            Ok(n) => {
-                self.shared.counters.txns_aborted_at_start.fetch_add(n as u64, Ordering::Relaxed);
-                tracing::info!(
-                    aborted = n,
-                    "kafka: transactions open when this member began to plan were aborted (D77)"
-                );
-            }
-            Err(e) => self.shared.latch(format!("aborting the open Kafka transactions: {e}")),
         }
         self.settle(Box::new(|_| {}));
     }
@@ -349,13 +334,6 @@ impl PlannerLoop {
     /// Record the result of planning one request: its entry joins the frame and
     /// its answer waits for that frame; no entry means it waits for what came before.
     fn settle(&mut self, reply: Reply) {
-        self.settle_as(reply, false)
-    }
-
-    /// As [`Self::settle`], but with `early` an answer whose entry joined the frame goes out
-    /// now, before the frame is durable (D77: only a step inside an open Kafka transaction,
-    /// which a member aborts when it begins to plan). Without an entry it waits as any other.
-    fn settle_as(&mut self, reply: Reply, early: bool) {
         for (t, q) in self.p.wakeups.drain(..) {
             self.lease_expiries.push(Reverse((t, q, None)));
         }
@@ -363,13 +341,7 @@ impl PlannerLoop {
             Ok(Some(e)) => {
                 self.frame_bytes += e.approx_bytes();
                 self.frame_entries.push(e);
-                if early {
-                    reply(Ok(()));
-                    self.shared.counters.txn_early_answers.fetch_add(1, Ordering::Relaxed);
-                    self.frame_replies.push(Box::new(|_| {}));
-                } else {
-                    self.frame_replies.push(reply);
-                }
+                self.frame_replies.push(reply);
                 if self.frame_bytes >= self.p.limits.max_frame_bytes {
                     self.flush();
                 }
@@ -479,9 +451,8 @@ impl PlannerLoop {
                 self.settle(deferred(reply, res));
             }
             Cmd::Produce(r, reply) => {
-                let early = r.txn_id.is_some();
                 let res = self.p.step(|p| p.produce(r));
-                self.settle_as(deferred(reply, res), early);
+                self.settle(deferred(reply, res));
             }
             Cmd::CreateTopic(t, n, configs, reply) => {
                 let res = self.p.step(|p| {
@@ -510,9 +481,8 @@ impl PlannerLoop {
                 self.settle(deferred(reply, res));
             }
             Cmd::KafkaTxn(op, reply) => {
-                let early = op.answered_early();
                 let res = self.p.step(|p| p.kafka_txn(op));
-                self.settle_as(deferred(reply, res), early);
+                self.settle(deferred(reply, res));
             }
             Cmd::Commit(g, t, offs, reply) => {
                 let res = reserved(&g).map(|_| self.p.commit_offsets(&g, &t, &offs));
@@ -639,108 +609,6 @@ impl PlannerLoop {
             tracing::error!(error = %e, "sweeping expired KV entries failed");
         }
     }
-
-    /// Snapshot the state as of the last submitted frame. The file work runs on
-    /// its own thread unless `sync_now` (shutdown); either way the snapshot is
-    /// only written once its frame is durable.
-    fn checkpoint_failed(&self, shared: &Shared, e: CheckpointError) {
-        checkpoint_failed(shared, e)
-    }
-
-    fn checkpoint(&mut self, sync_now: bool) -> Result<(), CheckpointError> {
-        self.flush();
-        self.last_checkpoint = Instant::now();
-        if self.p.state.applied_index == self.checkpointed_index && !self.p.state.compaction_unsaved {
-            return Ok(());
-        }
-        // One checkpoint at a time: they share the temp file, and an older one
-        // renamed after a newer one deleted WAL segments would lose entries.
-        if sync_now {
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while self.checkpoint_busy.load(Ordering::Acquire) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        }
-        if self.checkpoint_busy.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        let started = Instant::now();
-        let snap = checkpoint::Snapshot::take(&mut self.p.state)?;
-        let pause_us = started.elapsed().as_micros() as u64;
-        self.shared.counters.checkpoint_pause_us.store(pause_us, Ordering::Relaxed);
-        self.shared.counters.checkpoint_pause_max_us.fetch_max(pause_us, Ordering::Relaxed);
-        tracing::info!(
-            index = snap.index,
-            planner_us = pause_us,
-            visit_us = snap.visit_us,
-            partitions_visited = snap.parts,
-            "checkpoint snapshot taken"
-        );
-        self.checkpointed_index = snap.index;
-        let shared = self.shared.clone();
-        let dir = self.cfg.data_dir.clone();
-        let wal = self.log.clone();
-        let busy = self.checkpoint_busy.clone();
-        let epoch = self.shared.epoch.load(Ordering::Acquire);
-        let job = move || -> Result<(), CheckpointError> {
-            if !sync_now {
-                baton_log::priority::lower_this_thread();
-            }
-            let _done = ClearOnDrop(busy);
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while shared.durable_index.load(Ordering::Acquire) < snap.index {
-                if shared.epoch.load(Ordering::Acquire) != epoch {
-                    // Its state was thrown away by a rebuild (D40): it describes nothing now.
-                    return Err(CheckpointError::Retry(
-                        "the state was rebuilt before this checkpoint was durable".into(),
-                    ));
-                }
-                if shared.failed.lock().is_some() || Instant::now() > deadline {
-                    return Err(CheckpointError::Fatal("the checkpoint's frame never became durable".into()));
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            let index = snap.index;
-            if snap.write(&dir)? {
-                shared.counters.checkpoint_syncfs.fetch_add(1, Ordering::Relaxed);
-            }
-            crate::failpoint::hit("checkpoint.written");
-            wal.truncate_before(index + 1);
-            crate::failpoint::hit("checkpoint.log_retired");
-            shared.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
-            let bytes = std::fs::metadata(dir.join("checkpoint.bin")).map_or(0, |m| m.len());
-            shared.counters.checkpoint_bytes.fetch_add(bytes, Ordering::Relaxed);
-            Ok(())
-        };
-        if sync_now {
-            job()
-        } else {
-            let shared = self.shared.clone();
-            std::thread::Builder::new()
-                .name("baton-checkpoint".into())
-                .spawn(move || {
-                    if let Err(e) = job() {
-                        if shared.epoch.load(Ordering::Acquire) == epoch {
-                            checkpoint_failed(&shared, e);
-                        }
-                    }
-                })
-                .map(|_| ())
-                .map_err(|e| CheckpointError::Retry(format!("start the checkpoint thread: {e}")))
-        }
-    }
-}
-
-/// A checkpoint that can be retried is counted and logged (the WAL still holds everything);
-/// any other failure stops the node.
-fn checkpoint_failed(shared: &Shared, e: CheckpointError) {
-    match e {
-        CheckpointError::Retry(why) => {
-            shared.counters.checkpoint_failures.fetch_add(1, Ordering::Relaxed);
-            tracing::error!(error = %why, "checkpoint failed; the next one retries it");
-        }
-        CheckpointError::Fatal(why) => shared.latch(format!("checkpoint failed: {why}")),
-    }
 }
 
 /// Keys the expired-KV sweep looks at per tick (10 per second): 10,000 keys a tick cost the
@@ -790,15 +658,6 @@ fn restored_leases(state: &crate::state::State) -> BinaryHeap<Reverse<(Micros, Q
             p.cursors.values().filter_map(move |c| c.lease.as_ref().map(|l| Reverse((l.expires, p.queue, Some(p.id)))))
         })
         .collect()
-}
-
-/// Clears the checkpoint-in-progress flag however the job ends.
-struct ClearOnDrop(Arc<std::sync::atomic::AtomicBool>);
-
-impl Drop for ClearOnDrop {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
-    }
 }
 
 /// I6: the queue-mode group holds every queue's acks; deleting or moving it would deliver

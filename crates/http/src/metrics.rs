@@ -227,18 +227,6 @@ async fn text(app: &App) -> String {
         "Held frames let go only because the hold reached its 2 ms bound (D75).",
         c.holds_timed_out.load(Relaxed),
     );
-    counter(
-        &mut out,
-        "baton_kafka_txn_early_answers_total",
-        "Produce, AddPartitionsToTxn, AddOffsetsToTxn and TxnOffsetCommit requests inside an open Kafka transaction answered before their entry was durable (D77).",
-        c.txn_early_answers.load(Relaxed),
-    );
-    counter(
-        &mut out,
-        "baton_kafka_txns_aborted_at_start_total",
-        "Kafka transactions aborted because they were open when this member began to plan: a start or a promotion (D77).",
-        c.txns_aborted_at_start.load(Relaxed),
-    );
     thread_cpu(&mut out);
     let w = app.engine.wal_stats();
     counter(

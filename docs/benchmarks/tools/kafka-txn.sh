@@ -30,6 +30,10 @@
 # durability is the script's: Kafka's defaults, no log.flush.*, so it answers
 # once the data is in the page cache, not after an fsync. Stopped at the end.
 #
+# BATON_BASE=<path to another baton binary>: every Baton run is followed by the
+# same run on that binary (label "baton-base", data in the same place), for an
+# A/B of two builds in one series; KAFKA=0 leaves Apache Kafka out.
+#
 # Output: OUT_DIR/runs.jsonl (one line per run: the driver's JSON plus the
 # machine fields), OUT_DIR/summary.md (tables), OUT_DIR/baton-*.log (each
 # Baton's stderr), OUT_DIR/driver-*.log (each run's driver stderr).
@@ -52,6 +56,8 @@ BATON_HTTP=127.0.0.1:26632
 BATON_KAFKA=127.0.0.1:29392
 BATON_DATA=/tmp/kt-baton-data
 BATON_BIN=/tmp/baton-bench-helper
+BATON_BASE_BIN=/tmp/baton-bench-base
+RUN_KAFKA=${KAFKA:-1}
 DRIVER=/tmp/kt-bin/kafka-txn
 GO=$(command -v go || echo /usr/local/go/bin/go)
 mkdir -p "$OUT" /tmp/kt-bin
@@ -73,8 +79,10 @@ kafka() { KAFKA_PORT=$KPORT KAFKA_CONTROLLER_PORT=$KCPORT KAFKA_INITIAL_REBALANC
 echo "== building the driver" >&2
 (cd docs/benchmarks/tools/kafka-txn && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off "$GO" build -buildvcs=false -o "$DRIVER" .) || exit 1
 cp target/release/baton "$BATON_BIN" || exit 1
+if [ -n "${BATON_BASE:-}" ]; then cp "$BATON_BASE" "$BATON_BASE_BIN" || exit 1; fi
 {
   echo "baton binary: $(stat -c '%y' target/release/baton), git $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates src || echo ' + uncommitted changes in crates/src')"
+  [ -n "${BATON_BASE:-}" ] && echo "baton-base binary: $BATON_BASE ($(stat -c '%y' "$BATON_BASE"))"
   echo "machine: nproc $(nproc), $(uname -r)"
   echo "start: $(date -u +%FT%TZ), uptime: $(uptime)"
 } >"$OUT/meta.txt"
@@ -83,14 +91,15 @@ cat "$OUT/meta.txt" >&2
 
 BATON_PID=
 port_busy() { (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null; }
-start_baton() { # label
+start_baton() { # label [binary]
+  local bin=${2:-$BATON_BIN}
   rm -rf "$BATON_DATA"
   for _ in $(seq 100); do port_busy $BATON_HTTP || port_busy $BATON_KAFKA || break; sleep 0.1; done
   if port_busy $BATON_HTTP || port_busy $BATON_KAFKA; then
     echo "$BATON_HTTP or $BATON_KAFKA is taken by another process; not starting Baton for $1" >&2
     return 1
   fi
-  "$BATON_BIN" serve --data-dir "$BATON_DATA" --http-addr $BATON_HTTP --kafka-addr $BATON_KAFKA \
+  "$bin" serve --data-dir "$BATON_DATA" --http-addr $BATON_HTTP --kafka-addr $BATON_KAFKA \
     --kafka-initial-rebalance-delay-ms 0 >/dev/null 2>"$OUT/baton-$1.log" </dev/null &
   BATON_PID=$!
   for _ in $(seq 100); do
@@ -124,6 +133,9 @@ one_run() {
   if [ "$broker" = baton ]; then
     start_baton "$label" || return 1
     addr=$BATON_KAFKA spid=$BATON_PID
+  elif [ "$broker" = baton-base ]; then
+    start_baton "$label" "$BATON_BASE_BIN" || return 1
+    addr=$BATON_KAFKA spid=$BATON_PID
   else
     addr=127.0.0.1:$KPORT spid=$(cat "$KROOT/.peers/kafka/kafka.pid")
   fi
@@ -137,7 +149,7 @@ one_run() {
   local rc=$?
   line=$(tail -n 1 "$OUT/result-$label.json")
   t1=$(date +%s.%N)
-  if [ "$broker" = baton ]; then
+  if [ "$broker" != kafka ]; then
     kill -0 "$BATON_PID" 2>/dev/null || echo "BATON EXITED during $label; log: $OUT/baton-$label.log" >&2
     stop_baton
   fi
@@ -161,17 +173,20 @@ EOF
 
 msgs_for() { [ "$1" = 1 ] && echo "$MSGS_K1" || echo "$MSGS_K10"; }
 
-echo "== Apache Kafka: fresh data, start, warm-up run (not recorded)" >&2
-kafka clean >/dev/null 2>&1
-kafka start || exit 1
-timeout 300 "$DRIVER" -brokers 127.0.0.1:$KPORT -label warmup -run "warm-$(date +%s)" -messages 50000 -k 1 \
-  -workers "$WORKERS" -duration 10 -warmup 2 -no-verify >/dev/null 2>"$OUT/driver-kafka-warmup.log"
+if [ "$RUN_KAFKA" = 1 ]; then
+  echo "== Apache Kafka: fresh data, start, warm-up run (not recorded)" >&2
+  kafka clean >/dev/null 2>&1
+  kafka start || exit 1
+  timeout 300 "$DRIVER" -brokers 127.0.0.1:$KPORT -label warmup -run "warm-$(date +%s)" -messages 50000 -k 1 \
+    -workers "$WORKERS" -duration 10 -warmup 2 -no-verify >/dev/null 2>"$OUT/driver-kafka-warmup.log"
+fi
 
 for r in $(seq "$RUNS"); do
   for k in $KS; do
     m=$(msgs_for "$k")
     one_run baton "baton-k$k-r$r" "$k" "$m"
-    one_run kafka "kafka-k$k-r$r" "$k" "$m"
+    [ -n "${BATON_BASE:-}" ] && one_run baton-base "baton-base-k$k-r$r" "$k" "$m"
+    [ "$RUN_KAFKA" = 1 ] && one_run kafka "kafka-k$k-r$r" "$k" "$m"
   done
 done
 
@@ -192,12 +207,14 @@ if [ "$RATE_RUNS" -gt 0 ]; then
     m=$(msgs_for "$k")
     for r in $(seq "$RATE_RUNS"); do
       [ "$bh" -gt 0 ] && one_run baton "baton-k$k-half-r$r" "$k" "$m" "$bh"
-      [ "$kh" -gt 0 ] && one_run kafka "kafka-k$k-half-r$r" "$k" "$m" "$kh"
+      # The base build runs at the same rate as this one: the A/B is at one load.
+      [ "$bh" -gt 0 ] && [ -n "${BATON_BASE:-}" ] && one_run baton-base "baton-base-k$k-half-r$r" "$k" "$m" "$bh"
+      [ "$kh" -gt 0 ] && [ "$RUN_KAFKA" = 1 ] && one_run kafka "kafka-k$k-half-r$r" "$k" "$m" "$kh"
     done
   done
 fi
 
-kafka stop >&2
+[ "$RUN_KAFKA" = 1 ] && kafka stop >&2
 echo "end: $(date -u +%FT%TZ), uptime: $(uptime)" >>"$OUT/meta.txt"
 python3 docs/benchmarks/tools/kafka-txn/summary.py "$OUT/runs.jsonl" >"$OUT/summary.md"
 cat "$OUT/summary.md"

@@ -123,7 +123,7 @@ impl PlannerLoop {
         *self.shared.leader_hint.lock() = me;
         self.planned = true;
         self.shared.writable.store(true, Ordering::Release);
-        self.begin_planning();
+        self.ensure_hash_key();
         // I5 across terms, the other way from D41: a predecessor whose clock ran ahead left
         // entries in the future of this member's clock; time goes on from them (D46).
         match crate::clock::not_behind(&self.cfg.data_dir, self.p.state.last_ts) {
