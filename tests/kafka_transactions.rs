@@ -293,13 +293,7 @@ fn transactions_v2_add_by_produce_and_bump_the_epoch_at_every_end() {
     assert_eq!(produce12(&mut k, 0, 1, b"late"), 47, "INVALID_PRODUCER_EPOCH");
     let rc = fetch_at(&mut k, "v2", true);
     assert_eq!(data_values(&rc), vec![bytes::Bytes::from("one")]);
-    let req = OffsetFetchRequest::default().with_group_id(GroupId(name("g2"))).with_topics(Some(vec![
-        offset_fetch_request::OffsetFetchRequestTopic::default()
-            .with_name(topic("v2in"))
-            .with_partition_indexes(vec![0]),
-    ]));
-    let of: OffsetFetchResponse = k.call(ApiKey::OffsetFetch, 7, &req);
-    assert_eq!(of.topics[0].partitions[0].committed_offset, 2, "the offsets committed with the transaction");
+    assert_eq!(committed_offset(&mut k, "g2", "v2in"), 2, "the offsets committed with the transaction");
     // The next transaction at epoch 1, sequences from 0; an abort bumps again.
     assert_eq!(produce12(&mut k, 1, 0, b"two"), 0);
     let e = end5(&mut k, 1, false);

@@ -11,7 +11,6 @@
 mod kafka_util;
 
 use baton_check::broker::{find_shim, free_port, Broker};
-use kafka_protocol::messages::*;
 use kafka_util::txn::*;
 use kafka_util::*;
 use std::path::Path;
@@ -74,11 +73,5 @@ fn a_power_cut_keeps_every_answered_step_of_an_open_transaction_and_it_commits_a
     assert_eq!(t.end(true), 0, "the client commits what it was told is in the transaction");
     let rc = fetch_at(&mut k, "cut", true);
     assert_eq!(data_values(&rc), vec![bytes::Bytes::from("kept")]);
-    let f = OffsetFetchRequest::default().with_group_id(GroupId(name("cut-group"))).with_topics(Some(vec![
-        offset_fetch_request::OffsetFetchRequestTopic::default()
-            .with_name(topic("cut"))
-            .with_partition_indexes(vec![0]),
-    ]));
-    let r: OffsetFetchResponse = k.call(ApiKey::OffsetFetch, 5, &f);
-    assert_eq!(r.topics[0].partitions[0].committed_offset, -1, "the unanswered offsets moved nothing: {r:?}");
+    assert_eq!(committed_offset(&mut k, "cut-group", "cut"), -1, "the unanswered offsets moved nothing");
 }

@@ -97,6 +97,15 @@ impl Txn<'_> {
     }
 }
 
+/// The offset `group` has committed on partition 0 of `t` (OffsetFetch v7; -1 for none).
+pub fn committed_offset(k: &mut Kafka, group: &str, t: &str) -> i64 {
+    let req = OffsetFetchRequest::default().with_group_id(GroupId(name(group))).with_topics(Some(vec![
+        offset_fetch_request::OffsetFetchRequestTopic::default().with_name(topic(t)).with_partition_indexes(vec![0]),
+    ]));
+    let r: OffsetFetchResponse = k.call(ApiKey::OffsetFetch, 7, &req);
+    r.topics[0].partitions[0].committed_offset
+}
+
 /// A Fetch of partition 0 from offset 0 at the given isolation level.
 pub fn fetch_at(k: &mut Kafka, t: &str, committed: bool) -> fetch_response::PartitionData {
     let req = fetch_req(t, 0, 0, 0, 0, -1).with_isolation_level(i8::from(committed));
