@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from conftest import open_queen
-from test_queen_client import assert_nothing_delivered, collect, configure, push, qname, run
+from queen_helpers import assert_nothing_delivered, collect, configure, push, qname, run
 
 BUFFER = {"message_count": 1000, "time_millis": 60_000}  # only an explicit flush sends
 

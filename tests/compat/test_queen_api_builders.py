@@ -11,7 +11,7 @@ import asyncio
 import uuid
 
 from conftest import open_queen
-from test_queen_client import assert_nothing_delivered, collect, configure, push, qname, run
+from queen_helpers import assert_nothing_delivered, collect, configure, push, qname, run
 
 
 def test_push_callbacks_follow_the_answers(baton_url: str) -> None:

@@ -15,7 +15,7 @@ from datetime import timedelta
 import pytest
 
 from conftest import open_queen
-from test_queen_client import assert_nothing_delivered, collect, configure, push, qname, run
+from queen_helpers import assert_nothing_delivered, collect, configure, push, qname, run
 
 
 def uid(tag: str) -> str:

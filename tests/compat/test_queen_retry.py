@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import open_queen
-from test_queen_client import assert_nothing_delivered, collect, configure, pop_builder, push, qname, run
+from queen_helpers import assert_nothing_delivered, collect, configure, pop_builder, push, qname, run
 
 
 def test_retry_message_gives_a_dead_letter_back_to_its_group(baton_url: str) -> None:
