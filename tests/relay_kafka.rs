@@ -274,6 +274,16 @@ fn apache_kafka_exactly_once_across_kill9() {
         let inserting = insert_rounds(&pg, 15, Duration::from_millis(100));
         a.wait_delivered_some(Duration::from_secs(60)).await;
         tokio::time::sleep(Duration::from_millis(700)).await;
+        // Killed inside a hold (a transaction committed, its events not yet marked): with a
+        // fixed delay alone, a slow machine could find every bucket between transactions,
+        // and rb had nothing to settle (CI saw it). Holds announced before the delay are
+        // 0.7 s into their 1.5 s, so waiting for one more newly announced keeps the kill in it.
+        let holds = |a: &Relay| a.log().matches("test hold: committed").count();
+        let seen = holds(&a);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while holds(&a) == seen && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         a.kill9();
         let b = kafka_relay(&pg, &addr, "rb", &["--queue-prefix", &prefix]);
         inserting.await.unwrap();

@@ -471,6 +471,11 @@ impl Lane {
                 Txn::Committed => {
                     let ids: Vec<i64> = chunk.iter().map(|e| e.id).collect();
                     if cx.args.test_commit_hold_ms > 0 {
+                        // Tests kill the relay inside this window: the line says one is open.
+                        eprintln!(
+                            "baton relay {}: bucket {b}: test hold: committed, marking in {} ms",
+                            cx.leases.relay_id, cx.args.test_commit_hold_ms
+                        );
                         tokio::time::sleep(Duration::from_millis(cx.args.test_commit_hold_ms)).await;
                     }
                     if let Err(e) = mark_rows(&cx.pg, &cx.names, &ids).await {
