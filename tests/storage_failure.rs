@@ -75,15 +75,22 @@ async fn wait_health(mut child: Baton, port: u16) -> Result<Baton, ()> {
 
 #[tokio::test]
 async fn full_disk_latches_503_and_loses_no_answered_push() {
-    full_disk(false).await;
+    full_disk(false, 20_000).await;
 }
 
 #[tokio::test]
 async fn full_disk_with_a_preallocated_wal_latches_503_and_loses_no_answered_push() {
-    full_disk(true).await;
+    full_disk(true, 20_000).await;
 }
 
-async fn full_disk(prealloc: bool) {
+/// Pushes of 5 × 500 B: each frame's partition writes are small enough for the
+/// planner to make them itself (D78), so the disk fills up on that path.
+#[tokio::test]
+async fn full_disk_under_small_pushes_written_by_the_planner_latches_503_and_loses_nothing() {
+    full_disk(true, 500).await;
+}
+
+async fn full_disk(prealloc: bool, payload_bytes: usize) {
     let tmp = tempfile::tempdir().unwrap();
     let mnt = tmp.path().join("small");
     std::fs::create_dir_all(&mnt).unwrap();
@@ -96,11 +103,11 @@ async fn full_disk(prealloc: bool) {
     let data = mnt.join("data");
     let (child, port) = spawn(&data, &tmp.path().join("first.log"), prealloc).await;
     let c = reqwest::Client::new();
-    let payload = "x".repeat(20_000);
+    let payload = "x".repeat(payload_bytes);
     let mut answered = Vec::new();
     let mut refused = Vec::new();
     let mut failure = None;
-    for i in 0..1000 {
+    for i in 0..10_000 {
         let items: Vec<Value> =
             (0..5).map(|j| json!({"queue": "q", "transactionId": format!("m{i}-{j}"), "payload": payload})).collect();
         let r = c
@@ -150,6 +157,13 @@ async fn full_disk(prealloc: bool) {
         .await
         .unwrap();
     assert_eq!(r.status(), 503);
+    let m: Value = c.get(format!("http://127.0.0.1:{port}/metrics")).send().await.unwrap().json().await.unwrap();
+    let inline = m["metrics"]["baton_planner_frames_written_inline_total"].as_f64().expect("the inline counter");
+    if payload_bytes * 5 < 4 << 10 {
+        assert!(inline > 0.0, "small pushes were written by the planner (D78): {inline}");
+    } else {
+        assert_eq!(inline, 0.0, "pushes past 4 KiB go to the appender thread");
+    }
     drop(child);
 
     // Restart from a copy on a healthy disk: every answered push is there, once.
@@ -187,5 +201,94 @@ async fn full_disk(prealloc: bool) {
     assert!(seen.values().all(|n| *n == 1), "no message is stored twice");
     for id in &refused {
         assert!(!seen.contains_key(id), "refused push {id} must not be stored");
+    }
+}
+
+/// Only the partition files' disk fills up (a 1 MiB tmpfs under `partitions/`), under
+/// pushes small enough for the planner to write them itself (D78). The frame whose
+/// bytes could not be written is not answered success, the engine latches, and every
+/// push answered before it is readable from the running server: no reader is given a
+/// span whose bytes are not in its file (I3).
+#[tokio::test]
+async fn a_full_partition_disk_under_small_pushes_answers_no_push_whose_bytes_are_not_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let parts = data.join("partitions");
+    std::fs::create_dir_all(&parts).unwrap();
+    let ok = Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"]).arg(&parts).status();
+    if !ok.map(|s| s.success()).unwrap_or(false) {
+        eprintln!("SKIPPED: cannot mount a tmpfs here (needs root); the fail-stop test did not run");
+        return;
+    }
+    let _m = Mount(parts.clone());
+    let (child, port) = spawn(&data, &tmp.path().join("server.log"), true).await;
+    let c = reqwest::Client::new();
+    let payload = "y".repeat(500);
+    let mut answered = Vec::new();
+    let mut failure = None;
+    for i in 0..5_000 {
+        let items: Vec<Value> =
+            (0..5).map(|j| json!({"queue": "q", "transactionId": format!("s{i}-{j}"), "payload": payload})).collect();
+        let r = c
+            .post(format!("http://127.0.0.1:{port}/api/v1/push"))
+            .json(&json!({ "items": items }))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let body: Value = r.json().await.unwrap();
+        match status {
+            201 => {
+                for (j, it) in body.as_array().expect("one result per item").iter().enumerate() {
+                    match it["status"].as_str() {
+                        Some("queued") => answered.push(format!("s{i}-{j}")),
+                        _ => failure = Some(it.clone()),
+                    }
+                }
+                if failure.is_some() {
+                    break;
+                }
+            }
+            503 => {
+                failure = Some(body);
+                break;
+            }
+            s => panic!("unexpected status {s}: {body}"),
+        }
+    }
+    let failure = failure.expect("a 1 MiB partition disk filled up and a push failed");
+    let text = failure.to_string();
+    assert!(text.contains("partition file write failed") && text.contains("No space"), "{failure}");
+    assert!(!answered.is_empty(), "some pushes succeeded before the disk filled");
+    let m: Value = c.get(format!("http://127.0.0.1:{port}/metrics")).send().await.unwrap().json().await.unwrap();
+    let inline = m["metrics"]["baton_planner_frames_written_inline_total"].as_f64().expect("the inline counter");
+    assert!(inline > 0.0, "small pushes were written by the planner (D78): {inline}");
+    let h = c.get(format!("http://127.0.0.1:{port}/health")).send().await.unwrap();
+    assert_eq!(h.status(), 503, "latched after the partition write failed");
+
+    // Every answered push reads back whole from the running server.
+    let mut seen = std::collections::HashMap::<String, u32>::new();
+    let mut offset = 0u64;
+    for _ in 0..10_000 {
+        let r = c
+            .post(format!("http://127.0.0.1:{port}/api/v1/fetch"))
+            .json(&json!({"entries": [{"queue": "q", "partition": "Default", "offset": offset, "maxBytes": 200_000}]}))
+            .send()
+            .await
+            .unwrap();
+        let body: Value = r.json().await.unwrap();
+        let recs = body["entries"][0]["records"].as_array().cloned().unwrap_or_default();
+        if recs.is_empty() {
+            break;
+        }
+        for rec in &recs {
+            assert_eq!(rec["payload"], payload, "a record read back whole: {rec}");
+            *seen.entry(rec["transactionId"].as_str().unwrap().to_string()).or_default() += 1;
+            offset = rec["offset"].as_u64().unwrap() + 1;
+        }
+    }
+    drop(child);
+    for id in &answered {
+        assert_eq!(seen.get(id), Some(&1), "answered push {id} is readable from the running server, once");
     }
 }

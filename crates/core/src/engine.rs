@@ -105,6 +105,8 @@ pub struct Counters {
     /// because the hold reached its bound.
     pub frames_held: AtomicU64,
     pub holds_timed_out: AtomicU64,
+    /// Frames whose partition writes the planner made itself instead of the appender thread (D78).
+    pub frames_written_inline: AtomicU64,
 }
 
 pub struct Shared {

@@ -280,11 +280,7 @@ impl PlannerLoop {
                 }
             }
             let writes = std::mem::take(&mut self.p.state.pending_writes);
-            let join = (!writes.is_empty() || !self.appender.idle()).then(|| {
-                let j = Join::new();
-                self.appender.submit(writes, j.clone());
-                j
-            });
+            let join = self.appender.begin(writes).join(&self.shared.counters.frames_written_inline);
             self.frame_bytes = 0;
             let frame = Frame {
                 entries: std::mem::take(&mut self.frame_entries),

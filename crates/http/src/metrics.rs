@@ -227,6 +227,12 @@ async fn text(app: &App) -> String {
         "Held frames let go only because the hold reached its 2 ms bound (D75).",
         c.holds_timed_out.load(Relaxed),
     );
+    counter(
+        &mut out,
+        "baton_planner_frames_written_inline_total",
+        "Frames whose partition-file writes (at most 4 KiB, nothing earlier outstanding) the planner made itself instead of the appender thread (D78).",
+        c.frames_written_inline.load(Relaxed),
+    );
     thread_cpu(&mut out);
     let w = app.engine.wal_stats();
     counter(

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::{restored_leases, Frame, PlannerLoop};
-use crate::appender::{Join, Joined};
+use crate::appender::Joined;
 use crate::command::CoreError;
 use crate::engine::{open_state, Cmd, Reload};
 use crate::entry::decode_entries;
@@ -88,12 +88,9 @@ impl PlannerLoop {
             join: None,
             epoch: self.shared.epoch.load(Ordering::Acquire),
         });
-        if writes.is_empty() && self.appender.idle() {
-            frame.finish(Ok(index));
-        } else {
-            let j = Join::new();
-            self.appender.submit(writes, j.clone());
-            j.wal_done(frame, Ok(index));
+        match self.appender.begin(writes).join(&self.shared.counters.frames_written_inline) {
+            None => frame.finish(Ok(index)),
+            Some(j) => j.wal_done(frame, Ok(index)),
         }
     }
 
