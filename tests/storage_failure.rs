@@ -93,56 +93,12 @@ async fn full_disk_under_small_pushes_written_by_the_planner_latches_503_and_los
 async fn full_disk(prealloc: bool, payload_bytes: usize) {
     let tmp = tempfile::tempdir().unwrap();
     let mnt = tmp.path().join("small");
-    std::fs::create_dir_all(&mnt).unwrap();
-    let ok = Command::new("mount").args(["-t", "tmpfs", "-o", "size=3m", "tmpfs"]).arg(&mnt).status();
-    if !ok.map(|s| s.success()).unwrap_or(false) {
-        eprintln!("SKIPPED: cannot mount a tmpfs here (needs root); the fail-stop test did not run");
-        return;
-    }
-    let _m = Mount(mnt.clone());
+    let Some(_m) = tiny_disk(&mnt, "3m") else { return };
     let data = mnt.join("data");
     let (child, port) = spawn(&data, &tmp.path().join("first.log"), prealloc).await;
     let c = reqwest::Client::new();
     let payload = "x".repeat(payload_bytes);
-    let mut answered = Vec::new();
-    let mut refused = Vec::new();
-    let mut failure = None;
-    for i in 0..10_000 {
-        let items: Vec<Value> =
-            (0..5).map(|j| json!({"queue": "q", "transactionId": format!("m{i}-{j}"), "payload": payload})).collect();
-        let r = c
-            .post(format!("http://127.0.0.1:{port}/api/v1/push"))
-            .json(&json!({ "items": items }))
-            .send()
-            .await
-            .unwrap();
-        let status = r.status().as_u16();
-        let body: Value = r.json().await.unwrap();
-        match status {
-            201 => {
-                let items = body.as_array().expect("one result per item");
-                for (j, it) in items.iter().enumerate() {
-                    match it["status"].as_str() {
-                        Some("queued") => answered.push(format!("m{i}-{j}")),
-                        Some("failed") => {
-                            refused.push(format!("m{i}-{j}"));
-                            failure.get_or_insert_with(|| it.clone());
-                        }
-                        other => panic!("unexpected item status {other:?}: {body}"),
-                    }
-                }
-                if failure.is_some() {
-                    break;
-                }
-            }
-            // Not added to `refused`: a 503 promises nothing either way about its items.
-            503 => {
-                failure = Some(body);
-                break;
-            }
-            s => panic!("unexpected status {s}: {body}"),
-        }
-    }
+    let Filled { answered, refused, failure } = push_until_failure(&c, port, "m", &payload, 10_000).await;
     let failure = failure.expect("a 3 MiB disk filled up and the push failed");
     assert!(failure["error"].as_str().unwrap_or("").contains("No space"), "the failure says why: {failure}");
     assert!(!answered.is_empty(), "some pushes succeeded before the disk filled");
@@ -171,29 +127,7 @@ async fn full_disk(prealloc: bool, payload_bytes: usize) {
     let st = Command::new("cp").arg("-a").arg(&data).arg(&copy).status().unwrap();
     assert!(st.success());
     let (child, port) = spawn(&copy, &tmp.path().join("second.log"), prealloc).await;
-    let mut seen = std::collections::HashMap::<String, u32>::new();
-    let mut offset = 0u64;
-    loop {
-        let r: Value = c
-            .post(format!("http://127.0.0.1:{port}/api/v1/fetch"))
-            .json(
-                &json!({"entries": [{"queue": "q", "partition": "Default", "offset": offset, "maxBytes": 1_000_000}]}),
-            )
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let recs = r["entries"][0]["records"].as_array().cloned().unwrap_or_default();
-        if recs.is_empty() {
-            break;
-        }
-        for rec in &recs {
-            *seen.entry(rec["transactionId"].as_str().unwrap().to_string()).or_default() += 1;
-            offset = rec["offset"].as_u64().unwrap() + 1;
-        }
-    }
+    let seen = read_back(&c, port, &payload).await;
     drop(child);
     for id in &answered {
         assert_eq!(seen.get(id), Some(&1), "answered push {id} must be present exactly once");
@@ -213,22 +147,45 @@ async fn full_disk(prealloc: bool, payload_bytes: usize) {
 async fn a_full_partition_disk_under_small_pushes_answers_no_push_whose_bytes_are_not_written() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let parts = data.join("partitions");
-    std::fs::create_dir_all(&parts).unwrap();
-    let ok = Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"]).arg(&parts).status();
-    if !ok.map(|s| s.success()).unwrap_or(false) {
-        eprintln!("SKIPPED: cannot mount a tmpfs here (needs root); the fail-stop test did not run");
-        return;
-    }
-    let _m = Mount(parts.clone());
+    let Some(_m) = tiny_disk(&data.join("partitions"), "1m") else { return };
     let (child, port) = spawn(&data, &tmp.path().join("server.log"), true).await;
     let c = reqwest::Client::new();
     let payload = "y".repeat(500);
-    let mut answered = Vec::new();
-    let mut failure = None;
-    for i in 0..5_000 {
-        let items: Vec<Value> =
-            (0..5).map(|j| json!({"queue": "q", "transactionId": format!("s{i}-{j}"), "payload": payload})).collect();
+    let Filled { answered, failure, .. } = push_until_failure(&c, port, "s", &payload, 5_000).await;
+    let failure = failure.expect("a 1 MiB partition disk filled up and a push failed");
+    let text = failure.to_string();
+    assert!(text.contains("partition file write failed") && text.contains("No space"), "{failure}");
+    assert!(!answered.is_empty(), "some pushes succeeded before the disk filled");
+    let m: Value = c.get(format!("http://127.0.0.1:{port}/metrics")).send().await.unwrap().json().await.unwrap();
+    let inline = m["metrics"]["baton_planner_frames_written_inline_total"].as_f64().expect("the inline counter");
+    assert!(inline > 0.0, "small pushes were written by the planner (D78): {inline}");
+    let h = c.get(format!("http://127.0.0.1:{port}/health")).send().await.unwrap();
+    assert_eq!(h.status(), 503, "latched after the partition write failed");
+
+    // Every answered push reads back whole from the running server.
+    let seen = read_back(&c, port, &payload).await;
+    drop(child);
+    for id in &answered {
+        assert_eq!(seen.get(id), Some(&1), "answered push {id} is readable from the running server, once");
+    }
+}
+
+/// What pushing until the disk filled up gave: the ids answered `queued`, those answered
+/// `failed`, and the first failure (an item's, or a 503's body).
+struct Filled {
+    answered: Vec<String>,
+    refused: Vec<String>,
+    failure: Option<Value>,
+}
+
+/// Pushes of five messages of `payload` (ids `<prefix><i>-<j>`) to queue `q`, at most
+/// `max` of them, until one fails.
+async fn push_until_failure(c: &reqwest::Client, port: u16, prefix: &str, payload: &str, max: usize) -> Filled {
+    let mut f = Filled { answered: Vec::new(), refused: Vec::new(), failure: None };
+    for i in 0..max {
+        let items: Vec<Value> = (0..5)
+            .map(|j| json!({"queue": "q", "transactionId": format!("{prefix}{i}-{j}"), "payload": payload}))
+            .collect();
         let r = c
             .post(format!("http://127.0.0.1:{port}/api/v1/push"))
             .json(&json!({ "items": items }))
@@ -241,45 +198,44 @@ async fn a_full_partition_disk_under_small_pushes_answers_no_push_whose_bytes_ar
             201 => {
                 for (j, it) in body.as_array().expect("one result per item").iter().enumerate() {
                     match it["status"].as_str() {
-                        Some("queued") => answered.push(format!("s{i}-{j}")),
-                        _ => failure = Some(it.clone()),
+                        Some("queued") => f.answered.push(format!("{prefix}{i}-{j}")),
+                        Some("failed") => {
+                            f.refused.push(format!("{prefix}{i}-{j}"));
+                            f.failure.get_or_insert_with(|| it.clone());
+                        }
+                        other => panic!("unexpected item status {other:?}: {body}"),
                     }
                 }
-                if failure.is_some() {
-                    break;
-                }
             }
-            503 => {
-                failure = Some(body);
-                break;
-            }
+            // Not added to `refused`: a 503 promises nothing either way about its items.
+            503 => f.failure = Some(body),
             s => panic!("unexpected status {s}: {body}"),
         }
+        if f.failure.is_some() {
+            break;
+        }
     }
-    let failure = failure.expect("a 1 MiB partition disk filled up and a push failed");
-    let text = failure.to_string();
-    assert!(text.contains("partition file write failed") && text.contains("No space"), "{failure}");
-    assert!(!answered.is_empty(), "some pushes succeeded before the disk filled");
-    let m: Value = c.get(format!("http://127.0.0.1:{port}/metrics")).send().await.unwrap().json().await.unwrap();
-    let inline = m["metrics"]["baton_planner_frames_written_inline_total"].as_f64().expect("the inline counter");
-    assert!(inline > 0.0, "small pushes were written by the planner (D78): {inline}");
-    let h = c.get(format!("http://127.0.0.1:{port}/health")).send().await.unwrap();
-    assert_eq!(h.status(), 503, "latched after the partition write failed");
+    f
+}
 
-    // Every answered push reads back whole from the running server.
+/// How many times each id is stored in queue `q`, read through fetch from offset 0;
+/// every record must carry `payload` whole.
+async fn read_back(c: &reqwest::Client, port: u16, payload: &str) -> std::collections::HashMap<String, u32> {
     let mut seen = std::collections::HashMap::<String, u32>::new();
     let mut offset = 0u64;
-    for _ in 0..10_000 {
+    for _ in 0..100_000 {
         let r = c
             .post(format!("http://127.0.0.1:{port}/api/v1/fetch"))
-            .json(&json!({"entries": [{"queue": "q", "partition": "Default", "offset": offset, "maxBytes": 200_000}]}))
+            .json(
+                &json!({"entries": [{"queue": "q", "partition": "Default", "offset": offset, "maxBytes": 1_000_000}]}),
+            )
             .send()
             .await
             .unwrap();
         let body: Value = r.json().await.unwrap();
         let recs = body["entries"][0]["records"].as_array().cloned().unwrap_or_default();
         if recs.is_empty() {
-            break;
+            return seen;
         }
         for rec in &recs {
             assert_eq!(rec["payload"], payload, "a record read back whole: {rec}");
@@ -287,8 +243,17 @@ async fn a_full_partition_disk_under_small_pushes_answers_no_push_whose_bytes_ar
             offset = rec["offset"].as_u64().unwrap() + 1;
         }
     }
-    drop(child);
-    for id in &answered {
-        assert_eq!(seen.get(id), Some(&1), "answered push {id} is readable from the running server, once");
+    panic!("the queue never ran out of records to read back");
+}
+
+/// A tmpfs of `size` mounted at `dir` (made first), unmounted when dropped; `None`, said
+/// on stderr, where mounting is not allowed (it needs root).
+fn tiny_disk(dir: &std::path::Path, size: &str) -> Option<Mount> {
+    std::fs::create_dir_all(dir).unwrap();
+    let ok = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]).arg(dir).status();
+    if !ok.map(|s| s.success()).unwrap_or(false) {
+        eprintln!("SKIPPED: cannot mount a tmpfs here (needs root); the fail-stop test did not run");
+        return None;
     }
+    Some(Mount(dir.to_path_buf()))
 }
