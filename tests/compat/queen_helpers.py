@@ -138,3 +138,11 @@ def check_message_shape(msg: Dict[str, Any], *, leased: bool = True) -> None:
     assert "data" in msg, f"message payload must be under 'data': {msg!r}"
     if leased:
         assert msg.get("leaseId"), f"leased delivery without leaseId: {msg!r}"
+
+
+async def seed_and_take(queen: Queen, queue: str, n: int, group: str) -> List[Dict[str, Any]]:
+    """Configure `queue`, push `n` messages {"i": 0..n-1} (transaction ids `<queue>-<i>`),
+    and return them as `group` takes them (each acked), in order."""
+    await configure(queen, queue)
+    await push(queen, queue, [{"transactionId": f"{queue}-{i}", "data": {"i": i}} for i in range(n)])
+    return await collect(queen, queue, expected=n, group=group)

@@ -19,6 +19,7 @@ from queen_helpers import (
     push,
     pop_builder,
     collect,
+    seed_and_take,
     assert_nothing_delivered,
 )
 
@@ -46,9 +47,7 @@ def test_seek_consumer_group_without_options_goes_back_to_the_start(baton_url: s
     async def scenario() -> None:
         q = qname("seek0")
         async with open_queen(baton_url) as queen:
-            await configure(queen, q)
-            await push(queen, q, [{"transactionId": f"{q}-{i}", "data": {"i": i}} for i in range(3)])
-            first = await collect(queen, q, expected=3, group="g-seek")
+            first = await seed_and_take(queen, q, 3, group="g-seek")
             assert [m["data"]["i"] for m in first] == [0, 1, 2]
             await assert_nothing_delivered(queen, q, group="g-seek", why="all three were acked")
             r = await queen.admin.seek_consumer_group("g-seek", q)
@@ -158,9 +157,7 @@ def test_admin_delete_message(baton_url: str) -> None:
     async def scenario() -> None:
         q = qname("delmsg")
         async with open_queen(baton_url) as queen:
-            await configure(queen, q)
-            await push(queen, q, [{"transactionId": f"{q}-{i}", "data": {"i": i}} for i in range(3)])
-            first = await collect(queen, q, expected=3, group="g-before")
+            first = await seed_and_take(queen, q, 3, group="g-before")
             pid = first[1]["partitionId"]
             r = await queen.admin.delete_message(pid, f"{q}-1")
             assert r.get("success") is True and r.get("deleted") is True, r
