@@ -379,27 +379,30 @@ pub async fn push(c: &reqwest::Client, url: &str, tag: &str, n: usize) -> Vec<St
                 json!({"queue": "q", "partition": format!("p{}", k % 4), "payload": {"id": id, "pad": "x".repeat(200)}})
             })
             .collect();
-        // Refused before anything was planned (no leader yet, or it just changed): safe to
-        // send again; anything else fails the test.
-        let mut tries = 0;
-        let v = loop {
-            let resp = c.post(format!("{url}/api/v1/push")).json(&json!({"items": &items})).send().await.unwrap();
-            let status = resp.status();
-            let v: Value = resp.json().await.unwrap();
-            if status == 503
-                && ["not_leader", "leader_unreachable"].contains(&v["code"].as_str().unwrap_or(""))
-                && tries < 50
-            {
-                tries += 1;
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-            assert_eq!(status, 201, "{v}");
-            break v;
-        };
+        let (status, v) = until_planned(|| c.post(format!("{url}/api/v1/push")).json(&json!({"items": &items}))).await;
+        assert_eq!(status, 201, "{v}");
         assert!(v.as_array().unwrap().iter().all(|x| x["status"] == "queued"), "{v}");
     }
     ids
+}
+
+/// Sends the request again while it is refused before anything was planned (503
+/// `not_leader` or `leader_unreachable`: no leader yet, or it just changed, as after a
+/// restart of the whole cluster), at most 50 times 100 ms apart; any other answer is
+/// returned as it is, for the caller to judge.
+pub async fn until_planned(req: impl Fn() -> reqwest::RequestBuilder) -> (u16, Value) {
+    let mut tries = 0;
+    loop {
+        let resp = req().send().await.unwrap();
+        let status = resp.status().as_u16();
+        let v: Value = if status == 204 { Value::Null } else { resp.json().await.unwrap() };
+        let refused = status == 503 && ["not_leader", "leader_unreachable"].contains(&v["code"].as_str().unwrap_or(""));
+        if !refused || tries == 50 {
+            return (status, v);
+        }
+        tries += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 pub async fn field(c: &reqwest::Client, cluster: &Cluster, i: usize, name: &str) -> u64 {
@@ -437,12 +440,12 @@ pub fn tail(log: &str) -> String {
 
 /// One auto-acked pop of up to 5,000 from queue `q` at `url`: the ids, or `None` once empty.
 pub async fn pop_ids(c: &reqwest::Client, url: &str) -> Option<Vec<String>> {
-    let r = c.get(format!("{url}/api/v1/pop/queue/q?batch=5000&wait=false&autoAck=true")).send().await.unwrap();
-    if r.status() == 204 {
+    let (status, v) =
+        until_planned(|| c.get(format!("{url}/api/v1/pop/queue/q?batch=5000&wait=false&autoAck=true"))).await;
+    if status == 204 {
         return None;
     }
-    assert_eq!(r.status(), 200);
-    let v: Value = r.json().await.unwrap();
+    assert_eq!(status, 200, "pop at {url}: {v}");
     Some(v["messages"].as_array().unwrap().iter().map(|m| m["data"]["id"].as_str().unwrap().to_string()).collect())
 }
 
