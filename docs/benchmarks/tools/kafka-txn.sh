@@ -30,6 +30,9 @@
 # durability is the script's: Kafka's defaults, no log.flush.*, so it answers
 # once the data is in the page cache, not after an fsync. Stopped at the end.
 #
+# DRIVER_PROCS=N runs the driver with GOMAXPROCS=N (Go's default is one per
+# core); every run's JSON says what it ran with ("gomaxprocs").
+#
 # BATON_BASE=<path to another baton binary>: every Baton run is followed by the
 # same run on that binary (label "baton-base", data in the same place), for an
 # A/B of two builds in one series; KAFKA=0 leaves Apache Kafka out.
@@ -52,6 +55,7 @@ MSGS_K10=${MSGS_K10:-1000000}
 RATE_RUNS=${RATE_RUNS:-3}
 QUIET_IDLE=${QUIET_IDLE:-70}
 QUIET_MAX=${QUIET_MAX:-180}
+DRIVER_PROCS=${DRIVER_PROCS:-}
 BATON_HTTP=127.0.0.1:26632
 BATON_KAFKA=127.0.0.1:29392
 BATON_DATA=/tmp/kt-baton-data
@@ -84,6 +88,7 @@ if [ -n "${BATON_BASE:-}" ]; then cp "$BATON_BASE" "$BATON_BASE_BIN" || exit 1; 
   echo "baton binary: $(stat -c '%y' target/release/baton), git $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates src || echo ' + uncommitted changes in crates/src')"
   [ -n "${BATON_BASE:-}" ] && echo "baton-base binary: $BATON_BASE ($(stat -c '%y' "$BATON_BASE"))"
   echo "machine: nproc $(nproc), $(uname -r)"
+  echo "driver GOMAXPROCS: ${DRIVER_PROCS:-Go's default (one per core)}"
   echo "start: $(date -u +%FT%TZ), uptime: $(uptime)"
 } >"$OUT/meta.txt"
 cat "$OUT/meta.txt" >&2
@@ -142,7 +147,7 @@ one_run() {
   local load t0 t1 line
   load=$(cut -d' ' -f1-3 /proc/loadavg)
   t0=$(date +%s.%N)
-  /usr/bin/time -f '%U %S' -o "$OUT/time-$label" timeout $((DURATION + WARMUP + 400)) "$DRIVER" \
+  /usr/bin/time -f '%U %S' -o "$OUT/time-$label" env ${DRIVER_PROCS:+GOMAXPROCS=$DRIVER_PROCS} timeout $((DURATION + WARMUP + 400)) "$DRIVER" \
     -brokers "$addr" -label "$broker" -run "$label-$(date +%s)" -partitions "$PARTS" -messages "$msgs" \
     -k "$k" -workers "$WORKERS" -duration "$DURATION" -warmup "$WARMUP" -rate "$rate" -server-pid "$spid" \
     -max-seconds $((DURATION + WARMUP + 360)) >"$OUT/result-$label.json" 2>"$OUT/driver-$label.log"

@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -595,6 +596,7 @@ func main() {
 		"partitions": *partitions, "messages": *messages, "value_size": *valueSize,
 		"duration_s": *duration, "warmup_s": *warmup, "rate_target": *rate,
 		"client": "franz-go v1.22.3 GroupTransactSession", "txn_v1_forced": *txnV1,
+		"gomaxprocs": runtime.GOMAXPROCS(0),
 	}
 	exit := 0
 	emit := func() {
