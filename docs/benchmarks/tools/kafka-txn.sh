@@ -56,6 +56,10 @@ RATE_RUNS=${RATE_RUNS:-3}
 QUIET_IDLE=${QUIET_IDLE:-70}
 QUIET_MAX=${QUIET_MAX:-180}
 DRIVER_PROCS=${DRIVER_PROCS:-}
+case "$DRIVER_PROCS" in
+  "" | [1-9] | [1-9][0-9]) ;;
+  *) echo "DRIVER_PROCS must be a number from 1 to 99 (got '$DRIVER_PROCS')" >&2; exit 2 ;;
+esac
 BATON_HTTP=127.0.0.1:26632
 BATON_KAFKA=127.0.0.1:29392
 BATON_DATA=/tmp/kt-baton-data
@@ -88,7 +92,7 @@ if [ -n "${BATON_BASE:-}" ]; then cp "$BATON_BASE" "$BATON_BASE_BIN" || exit 1; 
   echo "baton binary: $(stat -c '%y' target/release/baton), git $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates src || echo ' + uncommitted changes in crates/src')"
   [ -n "${BATON_BASE:-}" ] && echo "baton-base binary: $BATON_BASE ($(stat -c '%y' "$BATON_BASE"))"
   echo "machine: nproc $(nproc), $(uname -r)"
-  echo "driver GOMAXPROCS: ${DRIVER_PROCS:-Go's default (one per core)}"
+  echo "driver GOMAXPROCS: ${DRIVER_PROCS:-the Go default, one per core}"
   echo "start: $(date -u +%FT%TZ), uptime: $(uptime)"
 } >"$OUT/meta.txt"
 cat "$OUT/meta.txt" >&2
@@ -147,7 +151,7 @@ one_run() {
   local load t0 t1 line
   load=$(cut -d' ' -f1-3 /proc/loadavg)
   t0=$(date +%s.%N)
-  /usr/bin/time -f '%U %S' -o "$OUT/time-$label" env ${DRIVER_PROCS:+GOMAXPROCS=$DRIVER_PROCS} timeout $((DURATION + WARMUP + 400)) "$DRIVER" \
+  /usr/bin/time -f '%U %S' -o "$OUT/time-$label" env ${DRIVER_PROCS:+"GOMAXPROCS=$DRIVER_PROCS"} timeout $((DURATION + WARMUP + 400)) "$DRIVER" \
     -brokers "$addr" -label "$broker" -run "$label-$(date +%s)" -partitions "$PARTS" -messages "$msgs" \
     -k "$k" -workers "$WORKERS" -duration "$DURATION" -warmup "$WARMUP" -rate "$rate" -server-pid "$spid" \
     -max-seconds $((DURATION + WARMUP + 360)) >"$OUT/result-$label.json" 2>"$OUT/driver-$label.log"
