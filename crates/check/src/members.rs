@@ -28,7 +28,27 @@ impl Members {
     /// Starts the three members, one after the other (a member answers /health before the
     /// cluster has formed), with `extra` serve flags each. Needs a tokio runtime for the
     /// proxies (`rt`), which must outlive the members.
+    ///
+    /// The Raft and Kafka ports are picked by bind(0) before any member binds them, so
+    /// another starter on the machine can take one first; every member names every Raft
+    /// port, so such a start is thrown away whole (dropping it stops what it started) and
+    /// made again on fresh ports, at most three times.
     pub fn start(
+        exe: Option<&Path>,
+        shim: Option<&Path>,
+        extra: &[&str],
+        rt: &tokio::runtime::Handle,
+    ) -> Result<Members, String> {
+        let mut tries = 0;
+        loop {
+            match Self::start_once(exe, shim, extra, rt) {
+                Err(e) if e.contains("Address already in use") && tries < 3 => tries += 1,
+                r => return r,
+            }
+        }
+    }
+
+    fn start_once(
         exe: Option<&Path>,
         shim: Option<&Path>,
         extra: &[&str],
