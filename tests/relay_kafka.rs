@@ -293,3 +293,38 @@ fn apache_kafka_exactly_once_across_kill9() {
         assert!(b.log().contains("its last transaction published"), "rb settled nothing:\n{}", b.log());
     });
 }
+
+/// The test's own reader (regression for a CI failure against Apache Kafka, whose
+/// markers land after EndTxn answers): a transaction still open when the read starts,
+/// committed 1 s later, is read whole. Before the reader waited for the last stable
+/// offset to reach the high watermark it returned at once with nothing.
+#[test]
+fn the_topic_reader_waits_for_an_open_transaction_to_end() {
+    use baton_client::kafka::{murmur2_partition, record_batch_keyed, KafkaConn, OutRecord, ProducerSeq};
+    let (_baton, port) = Server::start_kafka(&[]);
+    let addr = format!("127.0.0.1:{port}");
+    rt().block_on(async {
+        let mut k = KafkaConn::connect(&addr, Duration::from_secs(10)).await.unwrap();
+        k.create_topic("held", PARTITIONS).await.unwrap();
+        let key = "agg-7";
+        let p = murmur2_partition(key.as_bytes(), PARTITIONS);
+        let t = k.init_transactional("held-txn", 60_000).await.unwrap();
+        k.add_partitions_to_txn(&t, &[("held".to_string(), vec![p])]).await.unwrap();
+        let rec = OutRecord {
+            key: Some(key.into()),
+            value: Some(r#"{"id":5,"aggregateId":"agg-7"}"#.into()),
+            headers: vec![("outbox-id".into(), "5".into())],
+        };
+        let batch =
+            record_batch_keyed(&[rec], Some(ProducerSeq { id: t.producer_id, epoch: t.epoch, seq: 0 }), true).unwrap();
+        k.produce_txn(&t, "held", p, &batch).await.unwrap();
+        let commit = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            k.end_txn(&t, true).await.unwrap();
+        });
+        let read = read_topic(&addr, "held", PARTITIONS).await;
+        commit.await.unwrap();
+        assert_eq!(read.len(), 1, "{read:?}");
+        assert_eq!((read[0].0, read[0].1.as_str(), read[0].2), (p, key, 5));
+    });
+}
