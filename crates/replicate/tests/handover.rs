@@ -41,7 +41,11 @@ struct Settled {
 }
 
 async fn settled(dir: &std::path::Path) -> Settled {
-    let (mut nodes, _) = start_three(dir, |_| {}).await;
+    // Long election timeouts, as in the hand-over test: these tests assert that nothing is
+    // elected for a second, and with the default 400–800 ms a member that missed heartbeats
+    // on a loaded machine stood by timeout, and won once a follower had let its lease go
+    // (CI, and 1 run in 6 here beside two busy loops: term 2, led by the release's target).
+    let (mut nodes, _) = start_three(dir, |c| c.election = (Duration::from_secs(3), Duration::from_secs(4))).await;
     let l = leader(&nodes).await;
     let last = write(nodes[l].as_ref().unwrap(), 0, 20).await;
     agree(&mut nodes, last).await;
