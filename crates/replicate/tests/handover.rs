@@ -110,7 +110,7 @@ async fn elect_requests_not_from_the_leader_change_nothing() {
     for garbage in [vec![], vec![1, 2, 3], vec![0xff; 200]] {
         assert_eq!(post_elect(follower.addr, garbage).await.0, 400);
     }
-    // Nothing stood: the term and the leader are what they were, a lease later.
+    // Nothing stood: the term and the leader are what they were, a second later (an elect wrongly taken stands at once).
     tokio::time::sleep(Duration::from_millis(1000)).await;
     for n in nodes.iter().flatten() {
         let m = n.raft.metrics().borrow().clone();
@@ -152,7 +152,7 @@ async fn release_requests_not_from_the_leader_let_nothing_go() {
     let (st, text) = post_release(follower.addr, &to_leader).await;
     assert_eq!((st, text.as_str()), (200, "lease let go"));
     assert_eq!(follower.leases_let_go(), before + 1);
-    // The leader's appends go on, so it still leads, a lease later, in the same term.
+    // The leader's appends go on, so it still leads, a second later, in the same term (a release that stood would do so at once).
     tokio::time::sleep(Duration::from_millis(1000)).await;
     for n in nodes.iter().flatten() {
         let m = n.raft.metrics().borrow().clone();
