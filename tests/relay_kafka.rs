@@ -305,6 +305,7 @@ fn the_topic_reader_waits_for_an_open_transaction_to_end() {
     let addr = format!("127.0.0.1:{port}");
     rt().block_on(async {
         let mut k = KafkaConn::connect(&addr, Duration::from_secs(10)).await.unwrap();
+        let mut k2 = KafkaConn::connect(&addr, Duration::from_secs(10)).await.unwrap();
         k.create_topic("held", PARTITIONS).await.unwrap();
         let key = "agg-7";
         let p = murmur2_partition(key.as_bytes(), PARTITIONS);
@@ -326,5 +327,17 @@ fn the_topic_reader_waits_for_an_open_transaction_to_end() {
         commit.await.unwrap();
         assert_eq!(read.len(), 1, "{read:?}");
         assert_eq!((read[0].0, read[0].1.as_str(), read[0].2), (p, key, 5));
+        // What docs/kafka.md promises of Baton: once EndTxn answers, one fetch sees the
+        // commit (the markers are in the commit's own entry), with nothing left open.
+        let t = k2.init_transactional("held-txn-2", 60_000).await.unwrap();
+        k2.add_partitions_to_txn(&t, &[("held".to_string(), vec![p])]).await.unwrap();
+        let rec = OutRecord { key: Some(key.into()), value: Some("{}".into()), headers: vec![] };
+        let batch =
+            record_batch_keyed(&[rec], Some(ProducerSeq { id: t.producer_id, epoch: t.epoch, seq: 0 }), true).unwrap();
+        k2.produce_txn(&t, "held", p, &batch).await.unwrap();
+        k2.end_txn(&t, true).await.unwrap();
+        let f = k2.fetch_committed("held", p, 0, 0, 1 << 20).await.unwrap();
+        assert_eq!(f.last_stable_offset, f.high_watermark, "nothing open right after the commit answered");
+        assert_eq!(f.records.len(), 2, "both commits readable at once");
     });
 }
