@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::free_port;
+use baton_check::broker::PortHold;
 
 pub struct Member {
     pub id: u64,
@@ -22,6 +23,8 @@ pub struct Member {
     /// Flags and environment of this member only (a skewed clock, its own timeouts).
     args: Vec<String>,
     envs: Vec<(String, String)>,
+    /// Its ports while it is down (`PortHold`): a restart finds them free.
+    held: Vec<PortHold>,
 }
 
 pub struct Cluster {
@@ -92,6 +95,7 @@ impl Cluster {
                 child: None,
                 args: each(id).0,
                 envs: each(id).1,
+                held: Vec::new(),
             })
             .collect();
         let peers = members.iter().map(|m| format!("{}=127.0.0.1:{}", m.id, m.raft)).collect::<Vec<_>>().join(",");
@@ -139,6 +143,7 @@ impl Cluster {
             let up = std::net::TcpStream::connect(("127.0.0.1", self.members[i].http)).is_ok()
                 && self.members[i].pid().is_some_and(|pid| baton_check::broker::listens(pid, self.members[i].http));
             if up {
+                self.members[i].held.clear();
                 return;
             }
             assert!(
@@ -151,11 +156,14 @@ impl Cluster {
         }
     }
 
-    /// SIGKILL member `i` (index into `members`) and reap it.
+    /// SIGKILL member `i` (index into `members`) and reap it; its ports are held until it is
+    /// up again.
     pub fn kill(&mut self, i: usize) {
-        if let Some(mut c) = self.members[i].child.take() {
+        let m = &mut self.members[i];
+        if let Some(mut c) = m.child.take() {
             let _ = c.kill();
             let _ = c.wait();
+            m.held = [m.http, m.kafka, m.raft].into_iter().filter_map(PortHold::new).collect();
         }
     }
 
@@ -232,6 +240,7 @@ impl Cluster {
             child: None,
             args: Vec::new(),
             envs: Vec::new(),
+            held: Vec::new(),
         };
         self.peers = format!("{},{id}=127.0.0.1:{}", self.peers, m.raft);
         self.members.push(m);

@@ -3,6 +3,7 @@
 //! (SIGKILL or SIGTERM) and restart it on the same port and directory.
 #![allow(dead_code)]
 
+use baton_check::broker::PortHold;
 use std::net::TcpListener;
 use std::path::PathBuf;
 pub mod api;
@@ -45,6 +46,8 @@ pub struct Server {
     envs: Vec<(String, String)>,
     /// RLIMIT_NOFILE (soft and hard) the server is started under.
     pub nofile: Option<u64>,
+    /// The HTTP port (and a Kafka port given in the flags) while the server is down.
+    held: Vec<PortHold>,
 }
 
 impl Server {
@@ -76,6 +79,7 @@ impl Server {
             args: args.iter().map(|s| s.to_string()).collect(),
             envs: envs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             nofile,
+            held: Vec::new(),
         }
     }
 
@@ -154,7 +158,11 @@ impl Server {
             .expect("open server log");
         let child = self.command(log).spawn().expect("spawn baton");
         self.child = Some(child);
-        self.wait_healthy()
+        let up = self.wait_healthy();
+        if up.is_ok() {
+            self.held.clear();
+        }
+        up
     }
 
     pub fn log(&self) -> String {
@@ -197,7 +205,13 @@ impl Server {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
+            self.hold_ports();
         }
+    }
+
+    /// Keep this server's ports while it is down (`PortHold`); released once it is healthy again.
+    fn hold_ports(&mut self) {
+        self.held = PortHold::server(self.port, &self.args);
     }
 
     /// SIGTERM and wait for the exit status (bounded).
@@ -209,6 +223,7 @@ impl Server {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(st) = c.try_wait().expect("wait") {
+                self.hold_ports();
                 return st;
             }
             if Instant::now() > deadline {

@@ -28,6 +28,8 @@ pub struct Broker {
     pub kills: u32,
     /// The fault shim, when started with one.
     shim: Option<Shim>,
+    /// Its ports while it is down (`PortHold`), let go once it is healthy again.
+    held: Vec<PortHold>,
 }
 
 /// The preloaded fault shim of a broker: its library, control file and generation, and
@@ -97,6 +99,33 @@ pub fn find_shim(bin: &Path) -> Result<PathBuf, String> {
 pub fn free_port() -> Result<u16, String> {
     let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind an ephemeral port: {e}"))?;
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// A port kept from everyone else while its server is down, between a kill and the restart
+/// on the same port: a socket bound to it with SO_REUSEADDR that never listens. Another
+/// process's bind(0) and a client's ephemeral source port both skip a port something has
+/// bound, so nothing can take it in between (the restart could then only fail); a
+/// connection to it is still refused, as to a stopped server; and baton's own listener
+/// (SO_REUSEADDR too, as tokio binds) may bind it beside the hold, so the restart has no
+/// window either.
+pub struct PortHold(#[allow(dead_code)] socket2::Socket);
+
+impl PortHold {
+    /// None if the port is already taken: the restart then reports that.
+    pub fn new(port: u16) -> Option<PortHold> {
+        use socket2::{Domain, Socket, Type};
+        let s = Socket::new(Domain::IPV4, Type::STREAM, None).ok()?;
+        s.set_reuse_address(true).ok()?;
+        s.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], port)).into()).ok()?;
+        Some(PortHold(s))
+    }
+
+    /// Holds for the HTTP port and for the port of a `--kafka-addr` among `args`.
+    pub fn server(http: u16, args: &[String]) -> Vec<PortHold> {
+        let kafka =
+            args.windows(2).find(|w| w[0] == "--kafka-addr").and_then(|w| w[1].rsplit(':').next()?.parse().ok());
+        [Some(http), kafka].into_iter().flatten().filter_map(PortHold::new).collect()
+    }
 }
 
 /// Whether process `pid` holds the socket listening on 127.0.0.1:`port`
@@ -185,6 +214,7 @@ impl Broker {
             args: args.iter().map(|a| a.to_string()).collect(),
             kills: 0,
             shim: None,
+            held: Vec::new(),
         };
         if let Some(lib) = shim {
             let lib = lib.canonicalize().map_err(|e| format!("{}: {e}", lib.display()))?;
@@ -246,7 +276,9 @@ impl Broker {
             .spawn()
             .map_err(|e| format!("start {} serve: {e}", self.bin.display()))?;
         self.child = Some(child);
-        self.wait_healthy(Duration::from_secs(30))
+        self.wait_healthy(Duration::from_secs(30))?;
+        self.held.clear();
+        Ok(())
     }
 
     /// Block until /health answers 200 (plain TCP + HTTP/1.0, no runtime needed).
@@ -286,6 +318,7 @@ impl Broker {
             let _ = c.kill();
             let _ = c.wait();
             self.kills += 1;
+            self.held = PortHold::server(self.port, &self.args);
         }
     }
 
