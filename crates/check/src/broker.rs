@@ -108,7 +108,7 @@ pub fn free_port() -> Result<u16, String> {
 /// connection to it is still refused, as to a stopped server; and baton's own listener
 /// (SO_REUSEADDR too, as tokio binds) may bind it beside the hold, so the restart has no
 /// window either.
-pub struct PortHold(#[allow(dead_code)] socket2::Socket);
+pub struct PortHold(socket2::Socket);
 
 impl PortHold {
     /// None if the port is already taken: the restart then reports that.
@@ -120,11 +120,22 @@ impl PortHold {
         Some(PortHold(s))
     }
 
-    /// Holds for the HTTP port and for the port of a `--kafka-addr` among `args`.
+    /// The port held.
+    pub fn port(&self) -> Option<u16> {
+        Some(self.0.local_addr().ok()?.as_socket()?.port())
+    }
+
+    /// Holds for the HTTP port and for the port of a `--kafka-addr` among `args` (either
+    /// form, `--kafka-addr A` or `--kafka-addr=A`). Port 0 is left alone: the server takes
+    /// whatever bind(0) gives it, and a hold on it would only keep some other port.
     pub fn server(http: u16, args: &[String]) -> Vec<PortHold> {
-        let kafka =
-            args.windows(2).find(|w| w[0] == "--kafka-addr").and_then(|w| w[1].rsplit(':').next()?.parse().ok());
-        [Some(http), kafka].into_iter().flatten().filter_map(PortHold::new).collect()
+        let addr = args.iter().enumerate().find_map(|(i, a)| match a.strip_prefix("--kafka-addr") {
+            Some("") => args.get(i + 1).map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        });
+        let kafka = addr.and_then(|a| a.rsplit(':').next()?.parse::<u16>().ok());
+        [Some(http), kafka].into_iter().flatten().filter(|p| *p != 0).filter_map(PortHold::new).collect()
     }
 }
 
@@ -542,5 +553,20 @@ mod tests {
         assert_eq!(s, Seen { generation: 7, fsync_failed: 3, enospc: 12, clock_shifted: 99, ..Seen::default() });
         assert_eq!(Seen::parse(""), Seen::default());
         assert_eq!(Seen::parse("gen\ngen x\nnew_counter 5\n\u{0}"), Seen::default());
+    }
+
+    #[test]
+    fn a_servers_holds_are_its_http_port_and_the_kafka_port_in_its_flags() {
+        let ports = |args: &[&str], http: u16| -> Vec<u16> {
+            let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+            PortHold::server(http, &args).iter().filter_map(PortHold::port).collect()
+        };
+        let (http, kafka) = (free_port().unwrap(), free_port().unwrap());
+        let k = format!("127.0.0.1:{kafka}");
+        assert_eq!(ports(&["--kafka-addr", &k], http), [http, kafka]);
+        assert_eq!(ports(&["--lease-ms", "5", &format!("--kafka-addr={k}")], http), [http, kafka]);
+        assert_eq!(ports(&["--kafka-addr", "127.0.0.1:0"], http), [http], "port 0 is not held");
+        assert_eq!(ports(&["--kafka-addr"], http), [http], "a flag without its value");
+        assert_eq!(ports(&[], http), [http]);
     }
 }
