@@ -104,10 +104,11 @@ pub fn free_port() -> Result<u16, String> {
 /// A port kept from everyone else while its server is down, between a kill and the restart
 /// on the same port: a socket bound to it with SO_REUSEADDR that never listens. Another
 /// process's bind(0) and a client's ephemeral source port both skip a port something has
-/// bound, so nothing can take it in between (the restart could then only fail); a
-/// connection to it is still refused, as to a stopped server; and baton's own listener
-/// (SO_REUSEADDR too, as tokio binds) may bind it beside the hold, so the restart has no
-/// window either.
+/// bound, so nothing that looks for a free port can take it in between (the restart could
+/// then only fail); a connection to it is still refused, as to a stopped server; and baton's
+/// own listener (SO_REUSEADDR too, as tokio binds) may bind it beside the hold, so the
+/// restart has no window either. What it cannot stop: a listener that binds this very port
+/// number with SO_REUSEADDR, as the restart itself does; only someone told the number does.
 pub struct PortHold(socket2::Socket);
 
 impl PortHold {
