@@ -70,14 +70,10 @@ fn kafka_kill9_between_commit_and_mark_exactly_once() {
     let mut a = kafka_relay(&pg, &addr, "ra", &["--test-commit-hold-ms", "1500"]);
     rt().block_on(async {
         a.wait_buckets(64).await;
-        let inserting = insert_rounds(&pg, 15, Duration::from_millis(100));
-        a.wait_delivered_some(Duration::from_secs(30)).await;
-        tokio::time::sleep(Duration::from_millis(700)).await;
-        a.kill9();
+        let inserted = kill9_inside_a_hold(&pg, &mut a, Duration::from_millis(100)).await;
         let b = kafka_relay(&pg, &addr, "rb", &[]);
-        inserting.await.unwrap();
         let c = pg.client().await;
-        wait_delivered(&c, 300, Duration::from_secs(60), &|| b.log()).await;
+        wait_delivered(&c, inserted, Duration::from_secs(60), &|| b.log()).await;
         check_exactly_once_in_order(&c, &addr).await;
         assert!(
             b.log().contains("its last transaction published"),
@@ -268,27 +264,10 @@ fn apache_kafka_exactly_once_across_kill9() {
     let mut a = kafka_relay(&pg, &addr, "ra", &["--queue-prefix", &prefix, "--test-commit-hold-ms", "1500"]);
     rt().block_on(async {
         a.wait_buckets(64).await;
-        // Inserted in rounds, as against Baton's door: with every event inserted at once,
-        // every bucket committed in one wave and marked 1.5 s later together, so a kill
-        // 0.7 s after the first mark could find nothing committed and unmarked (CI saw it).
-        let inserting = insert_rounds(&pg, 15, Duration::from_millis(100));
-        a.wait_delivered_some(Duration::from_secs(60)).await;
-        tokio::time::sleep(Duration::from_millis(700)).await;
-        // Killed inside a hold (a transaction committed, its events not yet marked): with a
-        // fixed delay alone, a slow machine could find every bucket between transactions,
-        // and rb had nothing to settle (CI saw it). Holds announced before the delay are
-        // 0.7 s into their 1.5 s, so waiting for one more newly announced keeps the kill in it.
-        let holds = |a: &Relay| a.log().matches("test hold: committed").count();
-        let seen = holds(&a);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while holds(&a) == seen && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        a.kill9();
+        let inserted = kill9_inside_a_hold(&pg, &mut a, Duration::from_millis(100)).await;
         let b = kafka_relay(&pg, &addr, "rb", &["--queue-prefix", &prefix]);
-        inserting.await.unwrap();
         let c = pg.client().await;
-        wait_delivered(&c, 300, Duration::from_secs(120), &|| b.log()).await;
+        wait_delivered(&c, inserted, Duration::from_secs(120), &|| b.log()).await;
         check_topic(&c, &addr, &format!("{prefix}-order")).await;
         assert!(b.log().contains("its last transaction published"), "rb settled nothing:\n{}", b.log());
     });

@@ -380,6 +380,49 @@ pub fn insert_rounds(pg: &Pg, rounds: usize, pause: Duration) -> tokio::task::Jo
     })
 }
 
+/// Rounds of 20 events (one per aggregate, `pause` apart) inserted while `a`, started with
+/// `--test-commit-hold-ms`, delivers; once it has delivered, `a` is killed -9 inside a hold
+/// announced after that (a transaction committed and not yet marked), and the inserts stop.
+/// Answers how many were inserted. Inserting until the kill keeps new holds coming: with a
+/// fixed number of rounds, a slow machine could commit the last of them before the wait for
+/// a hold began, and the kill found nothing to settle (CI saw it against Apache Kafka).
+pub async fn kill9_inside_a_hold(pg: &Pg, a: &mut Relay, pause: Duration) -> i64 {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let url = pg.url();
+    let inserting = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+            tokio::spawn(conn);
+            // Bounded: 600 rounds is a minute at 100 ms, far past the holds' 1.5 s.
+            let mut n = 0i64;
+            for _ in 0..600 {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                for g in 0..20 {
+                    insert(&c, &format!("agg-{g}"), 1, Duration::ZERO).await;
+                }
+                n += 20;
+                tokio::time::sleep(pause).await;
+            }
+            n
+        })
+    };
+    a.wait_delivered_some(Duration::from_secs(60)).await;
+    let holds = |a: &Relay| a.log().matches("test hold: committed").count();
+    let seen = holds(a);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while holds(a) == seen {
+        assert!(Instant::now() < deadline, "no new test hold in 30 s while inserting:\n{}", a.log());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    a.kill9();
+    stop.store(true, Ordering::Relaxed);
+    inserting.await.unwrap()
+}
+
 /// The value of `name` (a metric without labels) in Prometheus text.
 pub fn prom_value(text: &str, name: &str) -> Option<f64> {
     text.lines().find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(' ')).and_then(|v| v.parse().ok()))
