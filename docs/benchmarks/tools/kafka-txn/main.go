@@ -72,6 +72,7 @@ var (
 	skipVerify  = flag.Bool("no-verify", false, "skip the verification")
 	txnV1       = flag.Bool("txn-v1", false, "cap Produce at v11, TxnOffsetCommit and EndTxn at v4, so the client runs transactions v1 (AddPartitionsToTxn, AddOffsetsToTxn) even where the broker offers KIP-890 part 2")
 	serverPid   = flag.Int("server-pid", 0, "the broker's pid on this machine: its CPU in the window is reported")
+	timelineMs  = flag.Float64("timeline-slow-ms", 0, "diagnosis: with > 0, the JSON gains a timeline of the window in 100 ms steps: commits, commits slower than this, the slowest, and requests slower than half of it by API")
 	fillWait    = flag.Duration("fill-wait", time.Millisecond, "with -k > 1: how long a transaction waits for more records when the first poll gave fewer than k")
 	topicPrefix = "kt-"
 )
@@ -152,6 +153,81 @@ func (s *samples) summary() pct {
 	return pct{N: len(v), Mean: ms(sum / time.Duration(len(v))), P50: at(0.50), P90: at(0.90), P99: at(0.99), P999: at(0.999), Max: ms(v[len(v)-1])}
 }
 
+// ---------------------------------------------------------------- timeline
+
+// timeline: where in the window the slow commits and slow requests fall, in 100 ms
+// steps, to tell a periodic stall (a checkpoint, a GC) from a tail spread evenly.
+type timeline struct {
+	start atomic.Int64 // window start, unix nanos; 0 = not measuring
+	mu    sync.Mutex
+	steps map[int]*step
+}
+
+type step struct {
+	Commits int            `json:"commits"`
+	Slow    int            `json:"slow"`
+	MaxMs   float64        `json:"max_ms"`
+	Reqs    map[string]int `json:"slow_requests,omitempty"`
+}
+
+func (t *timeline) at() (*step, bool) {
+	s0 := t.start.Load()
+	if s0 == 0 || *timelineMs <= 0 {
+		return nil, false
+	}
+	i := int((time.Now().UnixNano() - s0) / int64(100*time.Millisecond))
+	if i < 0 || i > 100000 {
+		return nil, false
+	}
+	st := t.steps[i]
+	if st == nil {
+		st = &step{}
+		t.steps[i] = st
+	}
+	return st, true
+}
+
+func (t *timeline) commit(d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st, ok := t.at(); ok {
+		ms := float64(d) / 1e6
+		st.Commits++
+		if ms > *timelineMs {
+			st.Slow++
+		}
+		st.MaxMs = math.Max(st.MaxMs, math.Round(ms*1000)/1000)
+	}
+}
+
+func (t *timeline) request(name string, d time.Duration) {
+	if float64(d)/1e6 <= *timelineMs/2 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st, ok := t.at(); ok {
+		if st.Reqs == nil {
+			st.Reqs = map[string]int{}
+		}
+		st.Reqs[name]++
+	}
+}
+
+func (t *timeline) summary() [][]any {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out [][]any
+	for i := 0; i < 100000 && len(out) < len(t.steps); i++ {
+		if st, ok := t.steps[i]; ok {
+			out = append(out, []any{float64(i) / 10, st})
+		}
+	}
+	return out
+}
+
+var tl = &timeline{steps: map[int]*step{}}
+
 // ---------------------------------------------------------------- request hook
 
 var apiNames = map[int16]string{0: "Produce", 1: "Fetch", 8: "OffsetCommit", 9: "OffsetFetch", 12: "Heartbeat", 22: "InitProducerId", 24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 28: "TxnOffsetCommit"}
@@ -177,6 +253,7 @@ func (h *reqHook) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E
 	}
 	h.mu.Unlock()
 	s.add(e2e.DurationE2E())
+	tl.request(apiNames[key], e2e.DurationE2E())
 }
 
 // ---------------------------------------------------------------- admin
@@ -536,6 +613,7 @@ func worker(ctx context.Context, st *runState, i int, sess *kgo.GroupTransactSes
 				st.winCommitted.Add(1)
 				st.winMsgs.Add(int64(len(recs)))
 				st.commitLat.add(done.Sub(t0))
+				tl.commit(done.Sub(t0))
 				st.txnLat.add(done.Sub(polled))
 				if pace != nil {
 					st.dueLat.add(done.Sub(dueAt))
@@ -708,6 +786,7 @@ func main() {
 	result["assigned_at_window_start"] = assigned.Load()
 	cpu0 := sampleCPU()
 	winStart := time.Now()
+	tl.start.Store(winStart.UnixNano())
 	st.measuring.Store(true)
 	if *duration > 0 {
 		select {
@@ -723,6 +802,7 @@ func main() {
 		st.measuring.Store(false)
 	}
 	window := time.Since(winStart).Seconds()
+	tl.start.Store(0)
 	cpu1 := sampleCPU()
 	logf("window closed after %.1f s; stopping workers", window)
 	stopped := make(chan struct{})
@@ -756,6 +836,10 @@ func main() {
 	result["total_aborted_txns"] = st.allAborted.Load()
 	result["empty_polls"] = st.emptyPolls.Load()
 	result["commit"] = st.commitLat.summary()
+	if *timelineMs > 0 {
+		result["timeline"] = tl.summary()
+		result["window_start_unix_ms"] = winStart.UnixMilli()
+	}
 	result["poll_to_commit"] = st.txnLat.summary()
 	if *rate > 0 {
 		result["due_to_commit"] = st.dueLat.summary()
