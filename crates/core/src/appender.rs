@@ -16,21 +16,55 @@
 //! wake-up and hand-off of a thread, which at low rates was a tenth of Baton's
 //! CPU per Kafka transaction. Files are still written in frame order, and the
 //! failure stays sticky across both paths.
+//!
+//! Must never hold a descriptor per partition of a frame: a placed file is
+//! named by its key and opened through the store's bounded set when its bytes
+//! are written ([`WriteTarget::Stored`], D79), so a frame that writes to more
+//! partitions than `--max-open-files` keeps no more files open than that.
 
+use crate::files::{file_path, FileKey, Store};
 use bytes::Bytes;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// One batch to copy into its file at its reserved position.
 #[derive(Debug, Clone)]
 pub struct PendingWrite {
-    pub file: Arc<File>,
+    pub file: WriteTarget,
     pub pos: u64,
     pub bytes: Bytes,
+}
+
+/// The file a pending write goes to.
+#[derive(Debug, Clone)]
+pub enum WriteTarget {
+    /// A file only reachable by this handle: a segment's spare not yet placed under its
+    /// name (D17; counted and bounded as pinned by the store).
+    Open(Arc<File>),
+    /// A file under its name, looked up (opened if the set let it go) when written, and
+    /// let go right after (D79): a reserved place holds no descriptor while it waits.
+    Stored { store: Arc<Store>, key: FileKey, dir: Arc<Path> },
+}
+
+impl WriteTarget {
+    /// The file, opened through the store's set if it is not open there now.
+    pub fn open(&self) -> std::io::Result<Arc<File>> {
+        match self {
+            WriteTarget::Open(f) => Ok(f.clone()),
+            WriteTarget::Stored { store, key, dir } => {
+                store.get_with(*key, || file_path(dir, key.base, key.gen, key.kind), false)
+            }
+        }
+    }
+
+    pub fn write_all_at(&self, bytes: &[u8], pos: u64) -> std::io::Result<()> {
+        self.open()?.write_all_at(bytes, pos)
+    }
 }
 
 /// Something that completes when both halves of a frame are done.
@@ -244,12 +278,18 @@ mod tests {
         let j = Join::new();
         j.wal_done(Box::new(Probe(tx.clone())), Ok(7));
         assert!(rx.try_recv().is_err());
-        a.submit(vec![PendingWrite { file: f.clone(), pos: 0, bytes: Bytes::from_static(b"abc") }], j);
+        a.submit(
+            vec![PendingWrite { file: WriteTarget::Open(f.clone()), pos: 0, bytes: Bytes::from_static(b"abc") }],
+            j,
+        );
         assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap(), Ok(7));
         assert_eq!(std::fs::read(d.path().join("a")).unwrap(), b"abc", "written before the frame completed");
         // Appender first, then the WAL: completes on the WAL's side; a WAL error wins.
         let j = Join::new();
-        a.submit(vec![PendingWrite { file: f, pos: 3, bytes: Bytes::from_static(b"de") }], j.clone());
+        a.submit(
+            vec![PendingWrite { file: WriteTarget::Open(f), pos: 3, bytes: Bytes::from_static(b"de") }],
+            j.clone(),
+        );
         for _ in 0..1000 {
             if matches!(*j.0.lock(), Half::Written(_)) {
                 break;
@@ -269,7 +309,14 @@ mod tests {
         assert!(a.idle());
         let (tx, rx) = mpsc::channel();
         let j = Join::new();
-        a.submit(vec![PendingWrite { file: file(d.path(), "f"), pos: 0, bytes: Bytes::from_static(b"x") }], j.clone());
+        a.submit(
+            vec![PendingWrite {
+                file: WriteTarget::Open(file(d.path(), "f")),
+                pos: 0,
+                bytes: Bytes::from_static(b"x"),
+            }],
+            j.clone(),
+        );
         j.wal_done(Box::new(Probe(tx)), Ok(1));
         rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap().unwrap();
         for _ in 0..1000 {
@@ -297,11 +344,11 @@ mod tests {
         let f = file(d.path(), "p");
         let a = Appender::start().unwrap();
         assert!(matches!(a.begin(Vec::new()), Begun::Nothing));
-        let small = PendingWrite { file: f.clone(), pos: 0, bytes: Bytes::from_static(b"small") };
+        let small = PendingWrite { file: WriteTarget::Open(f.clone()), pos: 0, bytes: Bytes::from_static(b"small") };
         assert!(matches!(a.begin(vec![small]), Begun::Written), "a small frame with nothing outstanding");
         assert_eq!(std::fs::read(d.path().join("p")).unwrap(), b"small", "in the file when begin returns");
         let big = Bytes::from(vec![7u8; INLINE_WRITE_BYTES + 1]);
-        let Begun::Join(j) = a.begin(vec![PendingWrite { file: f, pos: 5, bytes: big }]) else {
+        let Begun::Join(j) = a.begin(vec![PendingWrite { file: WriteTarget::Open(f), pos: 5, bytes: big }]) else {
             panic!("a frame past INLINE_WRITE_BYTES goes to the thread");
         };
         wait_written(&j);
@@ -326,9 +373,15 @@ mod tests {
         };
         // Inline failure first, then a large frame on the thread and a small one inline.
         let a = Appender::start().unwrap();
-        let small = |f: &Arc<File>| vec![PendingWrite { file: f.clone(), pos: 0, bytes: Bytes::from_static(b"x") }];
+        let small = |f: &Arc<File>| {
+            vec![PendingWrite { file: WriteTarget::Open(f.clone()), pos: 0, bytes: Bytes::from_static(b"x") }]
+        };
         let large = |f: &Arc<File>| {
-            vec![PendingWrite { file: f.clone(), pos: 0, bytes: Bytes::from(vec![1u8; INLINE_WRITE_BYTES * 2]) }]
+            vec![PendingWrite {
+                file: WriteTarget::Open(f.clone()),
+                pos: 0,
+                bytes: Bytes::from(vec![1u8; INLINE_WRITE_BYTES * 2]),
+            }]
         };
         let first = failed_with(a.begin(small(&ro)), 1);
         assert!(first.starts_with("partition file write failed: "), "{first}");
@@ -352,7 +405,10 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         for (f, idx) in [(ro, 1u64), (ok, 2)] {
             let j = Join::new();
-            a.submit(vec![PendingWrite { file: f, pos: 0, bytes: Bytes::from_static(b"x") }], j.clone());
+            a.submit(
+                vec![PendingWrite { file: WriteTarget::Open(f), pos: 0, bytes: Bytes::from_static(b"x") }],
+                j.clone(),
+            );
             j.wal_done(Box::new(Probe(tx.clone())), Ok(idx));
         }
         for _ in 0..2 {

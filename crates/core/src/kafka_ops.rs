@@ -267,6 +267,13 @@ impl Planner {
                 "the partition was not added to {tid}'s transaction (AddPartitionsToTxn first)"
             )));
         }
+        let width = if t.open_since.is_some() { t.parts.len() } else { 0 };
+        if width >= self.limits.max_txn_partitions {
+            return Err(ProduceOutcome::InvalidTxnState(format!(
+                "the transaction writes to {width} partitions already; at most {} (max transaction partitions)",
+                self.limits.max_txn_partitions
+            )));
+        }
         let held = self.state.parts[&part].txns.aborted.len();
         if held >= self.limits.max_aborted_txns {
             return Err(ProduceOutcome::InvalidTxnState(format!(

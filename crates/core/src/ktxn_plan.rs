@@ -115,6 +115,14 @@ impl Planner {
                 if ids.is_empty() && t.open_since.is_some() {
                     return Ok(Ok(TxnReply::Done));
                 }
+                let width = if t.open_since.is_some() { t.parts.len() } else { 0 };
+                if width + ids.len() > self.limits.max_txn_partitions {
+                    return Ok(Err(TxnError::TooMany(format!(
+                        "the transaction would write to {} partitions; at most {} (max transaction partitions)",
+                        width + ids.len(),
+                        self.limits.max_txn_partitions
+                    ))));
+                }
                 self.emit_pub(Effect::KafkaTxnAdd { tid, parts: ids, groups: Vec::new() })?;
                 Ok(Ok(TxnReply::Done))
             }

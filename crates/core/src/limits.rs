@@ -39,6 +39,12 @@ pub struct Limits {
     /// reports them; each costs state): a transaction adding a partition at the bound is
     /// refused `too_many_aborted_transactions`.
     pub max_aborted_txns: usize,
+    /// Partitions one Kafka transaction may write to: its end writes a marker into each,
+    /// all in one entry planned at once, and a partition's first write makes its files on
+    /// the planner (about 1 ms each here), so the width bounds how long one EndTxn (or its
+    /// timeout's abort) holds every other request back (D79). An AddPartitionsToTxn, or a
+    /// transactional produce, past it is refused POLICY_VIOLATION / INVALID_TXN_STATE.
+    pub max_txn_partitions: usize,
     /// How far behind a group's cursor a retried dead letter may lie (messages): a retry
     /// marks every offset between as settled in the cursor, so this bounds what one retry
     /// adds to it. Past it: `retry_too_far_behind` (409), nothing changed.
@@ -47,6 +53,7 @@ pub struct Limits {
 
 pub const DEFAULT_MAX_QUEUES: usize = 100_000;
 pub const DEFAULT_MAX_PARTITIONS: usize = 1_000_000;
+pub const DEFAULT_MAX_TXN_PARTITIONS: usize = 1_000;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -61,6 +68,7 @@ impl Default for Limits {
             max_timer_bytes: 1 << 30,
             max_kafka_txn_ids: 100_000,
             max_aborted_txns: 100_000,
+            max_txn_partitions: DEFAULT_MAX_TXN_PARTITIONS,
             max_retry_distance: 100_000,
         }
     }
@@ -87,6 +95,7 @@ impl Limits {
             || self.max_timer_bytes == 0
             || self.max_kafka_txn_ids == 0
             || self.max_aborted_txns == 0
+            || self.max_txn_partitions == 0
             || self.max_retry_distance == 0
         {
             return Err("engine limits must be positive".into());

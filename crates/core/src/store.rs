@@ -9,6 +9,7 @@
 //! not yet under their name (D17): every other file is reached through the
 //! node's [`Store`], which bounds how many are open.
 
+use crate::appender::WriteTarget;
 use crate::files::{file_path, FileKey, Kind, Store};
 use crate::index::{decode_txid, BatchRec, SegIndex, TailBytes, REC, TXID};
 use crate::model::{Micros, TxKey, DEDUP_FLAG};
@@ -150,7 +151,8 @@ pub struct Found {
 #[derive(Debug)]
 pub struct PartitionFiles {
     part: u32,
-    dir: PathBuf,
+    /// Shared with every pending write to this partition (D79): cloned per batch.
+    dir: Arc<std::path::Path>,
     segment_bytes: u64,
     store: Arc<Store>,
     pub segments: Vec<Segment>,
@@ -217,7 +219,7 @@ impl PartitionFiles {
     pub fn create(part: u32, dir: PathBuf, segment_bytes: u64, store: Arc<Store>) -> PartitionFiles {
         PartitionFiles {
             part,
-            dir,
+            dir: dir.into(),
             segment_bytes,
             store,
             segments: Vec::new(),
@@ -294,11 +296,16 @@ impl PartitionFiles {
 
     /// The open file `kind` of segment `i`: its pinned handle, or through the store.
     fn file(&self, i: usize, kind: Kind) -> io::Result<Arc<File>> {
+        self.target(i, kind).open()
+    }
+
+    /// Where a write to file `kind` of segment `i` goes, without opening it (D79).
+    fn target(&self, i: usize, kind: Kind) -> WriteTarget {
         let s = &self.segments[i];
-        if let Some(f) = s.pinned.as_ref().and_then(|p| p.files[kind_no(kind)].clone()) {
-            return Ok(f);
+        match s.pinned.as_ref().and_then(|p| p.files[kind_no(kind)].clone()) {
+            Some(f) => WriteTarget::Open(f),
+            None => WriteTarget::Stored { store: self.store.clone(), key: self.key(s, kind), dir: self.dir.clone() },
         }
-        self.store.get_with(self.key(s, kind), || file_path(&self.dir, s.base, s.gen, kind), false)
     }
 
     /// Append a batch whose first offset is `base`; returns (segment base, position).
@@ -322,9 +329,10 @@ impl PartitionFiles {
     }
 
     /// Room for `len` bytes of a batch whose first offset is `base`, indexed at once,
-    /// without writing its bytes: (segment base, position, file). The caller writes them
-    /// there before any reader is given the span (D18: the appender thread, before the
-    /// frame completes).
+    /// without writing its bytes: (segment base, position, where they go). The caller
+    /// writes them there before any reader is given the span (D18: the appender thread,
+    /// before the frame completes). Opens nothing (D79): a frame that reserves in 100,000
+    /// partitions must not hold 100,000 descriptors until its bytes are written.
     pub fn reserve(
         &mut self,
         base: u64,
@@ -332,12 +340,12 @@ impl PartitionFiles {
         txids: &[TxKey],
         len: u64,
         provisioner: Option<&Provisioner>,
-    ) -> io::Result<(u64, u64, Arc<File>)> {
+    ) -> io::Result<(u64, u64, WriteTarget)> {
         if self.rolls(ts) {
             self.rotate(base, provisioner)?;
         }
         let i = self.segments.len() - 1;
-        let file = self.file(i, Kind::Seg)?;
+        let file = self.target(i, Kind::Seg);
         if self.segments[i].index.tail_full() {
             // A failed flush keeps the tail (and is tried again by the next append or checkpoint).
             if let Err(e) = self.flush_segment(i) {
@@ -418,7 +426,14 @@ impl PartitionFiles {
                 let pinned = s.pinned.as_ref().map_or([None, None], |p| {
                     [p.files[kind_no(Kind::Idx)].clone(), p.files[kind_no(Kind::Txid)].clone()]
                 });
-                out.push(TailWrite { part: self.part, base: s.base, gen: s.gen, dir: self.dir.clone(), pinned, bytes });
+                out.push(TailWrite {
+                    part: self.part,
+                    base: s.base,
+                    gen: s.gen,
+                    dir: self.dir.to_path_buf(),
+                    pinned,
+                    bytes,
+                });
             }
         }
         out
@@ -483,7 +498,7 @@ impl PartitionFiles {
         let mut ticket = 0;
         if let Some(p) = provisioner {
             for (k, spare) in spares {
-                ticket = p.place(spare, self.dir.clone(), file_path(&self.dir, base, 0, k));
+                ticket = p.place(spare, self.dir.to_path_buf(), file_path(&self.dir, base, 0, k));
             }
         }
         let pinned = if pins.iter().any(Option::is_some) {
@@ -669,7 +684,7 @@ impl PartitionFiles {
 
     /// The directory, if a file was created in it since the last call.
     pub fn take_dirty_dir(&mut self) -> Option<PathBuf> {
-        std::mem::take(&mut self.dir_dirty).then(|| self.dir.clone())
+        std::mem::take(&mut self.dir_dirty).then(|| self.dir.to_path_buf())
     }
 
     /// Paths of the files to sync at a checkpoint; marks them clean. The checkpoint opens
@@ -709,7 +724,7 @@ impl PartitionFiles {
             self.store.forget(self.part, s.base, s.gen);
         }
         self.note_checkpoint();
-        self.dir.clone()
+        self.dir.to_path_buf()
     }
 }
 

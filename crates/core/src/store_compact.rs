@@ -37,7 +37,7 @@ impl PartitionFiles {
 
     /// This partition's id and directory, for a compaction job.
     pub fn job_target(&self) -> (u32, PathBuf) {
-        (self.part, self.dir.clone())
+        (self.part, self.dir.to_path_buf())
     }
 
     /// Put a rewritten segment in place of the one or more (consecutive) segments the pass

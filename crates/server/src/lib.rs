@@ -186,6 +186,11 @@ pub struct ServeArgs {
     /// AddPartitionsToTxn of a partition at the bound gets POLICY_VIOLATION.
     #[arg(long, env = "BATON_KAFKA_MAX_ABORTED_TRANSACTIONS", default_value_t = 100_000)]
     pub kafka_max_aborted_transactions: usize,
+    /// Partitions one Kafka transaction may write to (its end marks each one in a single
+    /// entry); AddPartitionsToTxn past it gets POLICY_VIOLATION, a transactional produce
+    /// INVALID_TXN_STATE.
+    #[arg(long, env = "BATON_KAFKA_MAX_TRANSACTION_PARTITIONS", default_value_t = baton_core::limits::DEFAULT_MAX_TXN_PARTITIONS)]
+    pub kafka_max_transaction_partitions: usize,
     /// How far behind its consumer group's cursor (in messages) a dead letter may be and
     /// still be retried (`POST /api/v1/messages/{p}/{tx}/retry`); past it 409
     /// `retry_too_far_behind`.
@@ -365,6 +370,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         max_timer_bytes: a.max_timers_mb.saturating_mul(1 << 20),
         max_kafka_txn_ids: a.kafka_max_transactional_ids,
         max_aborted_txns: a.kafka_max_aborted_transactions,
+        max_txn_partitions: a.kafka_max_transaction_partitions,
         max_retry_distance: a.max_retry_distance,
     };
     cfg.limits.validate().map_err(|e| {

@@ -1,0 +1,95 @@
+//! How wide one Kafka transaction may be (D79). Its end writes a marker into every
+//! partition it touched, all in one entry planned at once, so its width bounds how long
+//! that entry holds the planner: past `--kafka-max-transaction-partitions` an
+//! AddPartitionsToTxn is refused. Within the bound, a transaction wider than the node's
+//! descriptor budget commits, because a reserved place in a partition file holds no
+//! descriptor until its bytes are written.
+
+mod common;
+mod kafka_util;
+
+use common::{free_port, Server};
+use kafka_protocol::messages::*;
+use kafka_protocol::records::Compression;
+use kafka_util::txn::*;
+use kafka_util::*;
+
+const POLICY_VIOLATION: i16 = 44;
+
+fn create(k: &mut Kafka, t: &str, n: i32) {
+    let req = CreateTopicsRequest::default().with_timeout_ms(30_000).with_topics(vec![
+        create_topics_request::CreatableTopic::default()
+            .with_name(topic(t))
+            .with_num_partitions(n)
+            .with_replication_factor(1),
+    ]);
+    let r: CreateTopicsResponse = k.call(ApiKey::CreateTopics, 5, &req);
+    assert_eq!(r.topics[0].error_code, 0, "{r:?}");
+}
+
+/// AddPartitionsToTxn v3: every partition's code.
+fn add(k: &mut Kafka, tid: &str, pid: i64, t: &str, parts: std::ops::Range<i32>) -> Vec<i16> {
+    let req = AddPartitionsToTxnRequest::default()
+        .with_v3_and_below_transactional_id(TransactionalId(name(tid)))
+        .with_v3_and_below_producer_id(pid.into())
+        .with_v3_and_below_producer_epoch(0)
+        .with_v3_and_below_topics(vec![add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+            .with_name(topic(t))
+            .with_partitions(parts.collect())]);
+    let r: AddPartitionsToTxnResponse = k.call(ApiKey::AddPartitionsToTxn, 3, &req);
+    r.results_by_topic_v3_and_below[0].results_by_partition.iter().map(|p| p.partition_error_code).collect()
+}
+
+#[test]
+fn a_transaction_past_the_width_bound_is_refused_and_the_rest_commits() {
+    let (_s, port) = Server::start_kafka(&["--kafka-max-transaction-partitions", "50"]);
+    let mut k = Kafka::connect(port);
+    create(&mut k, "w", 60);
+    let pid = init(&mut k, "tx-w", 60_000).producer_id.0;
+    assert_eq!(add(&mut k, "tx-w", pid, "w", 0..40), vec![0; 40]);
+    // 10 of these are in already, 20 are new: 60 > 50, so none of them is added.
+    assert_eq!(add(&mut k, "tx-w", pid, "w", 30..60), vec![POLICY_VIOLATION; 30]);
+    assert_eq!(add(&mut k, "tx-w", pid, "w", 40..50), vec![0; 10], "up to the bound itself");
+    let mut t = Txn { k: &mut k, tid: "tx-w", pid, epoch: 0 };
+    assert_eq!(t.end(true), 0);
+    // The commit marked the 50 partitions it had, and none of the refused ones.
+    assert_eq!(k.list_offset("w", 49, -1).offset, 1, "a marker");
+    assert_eq!(k.list_offset("w", 50, -1).offset, 0, "refused: never in the transaction");
+    // The bound is per transaction: the next one may be as wide again.
+    assert_eq!(add(&mut k, "tx-w", pid, "w", 10..60), vec![0; 50]);
+}
+
+/// Regression: a frame reserved a place in every partition it wrote to by opening the
+/// file and holding it until the appender wrote the bytes, whatever `--max-open-files`
+/// said. An EndTxn over more partitions than the process may open ran out of descriptors
+/// halfway through its plan and latched the node ("storage failed: ... Too many open
+/// files"); with 100,000 partitions it also held the planner for 30 s.
+#[test]
+fn a_commit_wider_than_the_descriptor_limit_neither_fails_nor_latches() {
+    let kport = free_port();
+    let addr = format!("127.0.0.1:{kport}");
+    let args = [
+        "--kafka-addr",
+        &addr,
+        "--kafka-initial-rebalance-delay-ms",
+        "0",
+        "--kafka-max-transaction-partitions",
+        "2000",
+    ];
+    let s = Server::start_with_nofile(&args, 512);
+    let mut k = Kafka::connect(kport);
+    create(&mut k, "wide", 1_500);
+    let pid = init(&mut k, "tx-wide", 120_000).producer_id.0;
+    assert_eq!(add(&mut k, "tx-wide", pid, "wide", 0..1_500), vec![0; 1_500]);
+    let mut t = Txn { k: &mut k, tid: "tx-wide", pid, epoch: 0 };
+    assert_eq!(t.end(true), 0, "{}", s.log());
+    assert!(!s.log().contains("storage failed"), "{}", s.log());
+    for p in [0, 777, 1_499] {
+        assert_eq!(k.list_offset("wide", p, -1).offset, 1, "partition {p} has its marker");
+    }
+    // The node still writes.
+    let r = k.produce("wide", 3, batch(&[b"after"], Compression::None, None), -1);
+    assert_eq!(r.error_code, 0, "{r:?}\n{}", s.log());
+    let open = std::fs::read_dir(format!("/proc/{}/fd", s.pid())).unwrap().count();
+    assert!(open < 512, "{open} descriptors open");
+}
