@@ -59,6 +59,28 @@ fn a_transaction_past_the_width_bound_is_refused_and_the_rest_commits() {
     assert_eq!(add(&mut k, "tx-w", pid, "w", 10..60), vec![0; 50]);
 }
 
+/// Transactions v2 (KIP-890) add a partition by producing to it: the same bound holds
+/// there, and a partition already in the transaction may still be written at the bound.
+#[test]
+fn a_v2_produce_past_the_width_bound_is_refused() {
+    let (_s, port) = Server::start_kafka(&["--kafka-max-transaction-partitions", "3"]);
+    let mut k = Kafka::connect(port);
+    create(&mut k, "v", 5);
+    let pid = init(&mut k, "tx-v", 60_000).producer_id.0;
+    let produce12 = |k: &mut Kafka, p: i32, seq: i32| -> i16 {
+        let req = produce_req("v", p, txn_batch(&[b"x"], pid, 0, seq), -1)
+            .with_transactional_id(Some(TransactionalId(name("tx-v"))));
+        let r: ProduceResponse = k.call(ApiKey::Produce, 12, &req);
+        r.responses[0].partition_responses[0].error_code
+    };
+    for p in 0..3 {
+        assert_eq!(produce12(&mut k, p, 0), 0, "partition {p} joins the transaction");
+    }
+    assert_eq!(produce12(&mut k, 3, 0), INVALID_TXN_STATE, "a fourth partition");
+    assert_eq!(produce12(&mut k, 0, 1), 0, "one already in it");
+    assert_eq!(k.list_offset("v", 3, -1).offset, 0, "nothing stored in the refused partition");
+}
+
 /// Regression: a frame reserved a place in every partition it wrote to by opening the
 /// file and holding it until the appender wrote the bytes, whatever `--max-open-files`
 /// said. An EndTxn over more partitions than the process may open ran out of descriptors

@@ -267,12 +267,8 @@ impl Planner {
                 "the partition was not added to {tid}'s transaction (AddPartitionsToTxn first)"
             )));
         }
-        let width = if t.open_since.is_some() { t.parts.len() } else { 0 };
-        if width >= self.limits.max_txn_partitions {
-            return Err(ProduceOutcome::InvalidTxnState(format!(
-                "the transaction writes to {width} partitions already; at most {} (max transaction partitions)",
-                self.limits.max_txn_partitions
-            )));
+        if let Some(why) = t.too_wide(1, self.limits.max_txn_partitions) {
+            return Err(ProduceOutcome::InvalidTxnState(why));
         }
         let held = self.state.parts[&part].txns.aborted.len();
         if held >= self.limits.max_aborted_txns {

@@ -42,6 +42,21 @@ pub struct TxnId {
     pub last_used: Micros,
 }
 
+impl TxnId {
+    /// Why adding `more` partitions would take the open transaction (or the one `more`
+    /// begins) past `max` (D79); the one check both ways of adding (AddPartitionsToTxn,
+    /// a KIP-890 produce) make.
+    pub fn too_wide(&self, more: usize, max: usize) -> Option<String> {
+        let width = if self.open_since.is_some() { self.parts.len() } else { 0 };
+        (width + more > max).then(|| {
+            format!(
+                "the transaction would write to {} partitions; at most {max} (max transaction partitions)",
+                width + more
+            )
+        })
+    }
+}
+
 /// Every transactional id, and which one owns each transactional producer id.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct KafkaTxns {

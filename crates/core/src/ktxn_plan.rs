@@ -115,13 +115,8 @@ impl Planner {
                 if ids.is_empty() && t.open_since.is_some() {
                     return Ok(Ok(TxnReply::Done));
                 }
-                let width = if t.open_since.is_some() { t.parts.len() } else { 0 };
-                if width + ids.len() > self.limits.max_txn_partitions {
-                    return Ok(Err(TxnError::TooMany(format!(
-                        "the transaction would write to {} partitions; at most {} (max transaction partitions)",
-                        width + ids.len(),
-                        self.limits.max_txn_partitions
-                    ))));
+                if let Some(why) = t.too_wide(ids.len(), self.limits.max_txn_partitions) {
+                    return Ok(Err(TxnError::TooMany(why)));
                 }
                 self.emit_pub(Effect::KafkaTxnAdd { tid, parts: ids, groups: Vec::new() })?;
                 Ok(Ok(TxnReply::Done))
