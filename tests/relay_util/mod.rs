@@ -366,17 +366,34 @@ pub async fn check_in_baton(pg: &tokio_postgres::Client, url: &str) {
 
 /// In a task: `rounds` rounds of one event for each of 20 aggregates (`agg-0`..`agg-19`,
 /// each under its lock), from a connection of its own, pausing `pause` after each round.
-pub fn insert_rounds(pg: &Pg, rounds: usize, pause: Duration) -> tokio::task::JoinHandle<()> {
+pub fn insert_rounds(pg: &Pg, rounds: usize, pause: Duration) -> tokio::task::JoinHandle<i64> {
+    insert_rounds_until(pg, rounds, pause, Default::default())
+}
+
+/// Up to `rounds` rounds of 20 events (one per aggregate), `pause` apart, stopping early
+/// once `stop` is set (checked between rounds); answers how many were inserted.
+pub fn insert_rounds_until(
+    pg: &Pg,
+    rounds: usize,
+    pause: Duration,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<i64> {
     let url = pg.url();
     tokio::spawn(async move {
         let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
         tokio::spawn(conn);
+        let mut n = 0i64;
         for _ in 0..rounds {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
             for g in 0..20 {
                 insert(&c, &format!("agg-{g}"), 1, Duration::ZERO).await;
             }
+            n += 20;
             tokio::time::sleep(pause).await;
         }
+        n
     })
 }
 
@@ -387,29 +404,9 @@ pub fn insert_rounds(pg: &Pg, rounds: usize, pause: Duration) -> tokio::task::Jo
 /// fixed number of rounds, a slow machine could commit the last of them before the wait for
 /// a hold began, and the kill found nothing to settle (CI saw it against Apache Kafka).
 pub async fn kill9_inside_a_hold(pg: &Pg, a: &mut Relay, pause: Duration) -> i64 {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    let stop = std::sync::Arc::new(AtomicBool::new(false));
-    let url = pg.url();
-    let inserting = {
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-            tokio::spawn(conn);
-            // Bounded: 600 rounds is a minute at 100 ms, far past the holds' 1.5 s.
-            let mut n = 0i64;
-            for _ in 0..600 {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                for g in 0..20 {
-                    insert(&c, &format!("agg-{g}"), 1, Duration::ZERO).await;
-                }
-                n += 20;
-                tokio::time::sleep(pause).await;
-            }
-            n
-        })
-    };
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Bounded: 600 rounds is a minute at 100 ms, far past the holds' 1.5 s.
+    let inserting = insert_rounds_until(pg, 600, pause, stop.clone());
     a.wait_delivered_some(Duration::from_secs(60)).await;
     let holds = |a: &Relay| a.log().matches("test hold: committed").count();
     let seen = holds(a);
@@ -419,7 +416,7 @@ pub async fn kill9_inside_a_hold(pg: &Pg, a: &mut Relay, pause: Duration) -> i64
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     a.kill9();
-    stop.store(true, Ordering::Relaxed);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
     inserting.await.unwrap()
 }
 
