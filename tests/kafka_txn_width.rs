@@ -44,12 +44,19 @@ fn add_list(k: &mut Kafka, tid: &str, pid: i64, t: &str, parts: Vec<i32>) -> Vec
     r.results_by_topic_v3_and_below[0].results_by_partition.iter().map(|p| p.partition_error_code).collect()
 }
 
+/// A server whose transactions may write to `bound` partitions, a topic `t` of `parts`
+/// partitions, and transactional id `tid` initialised: (server, client, producer id).
+fn bounded(bound: &str, t: &str, parts: i32, tid: &str) -> (Server, Kafka, i64) {
+    let (s, port) = Server::start_kafka(&["--kafka-max-transaction-partitions", bound]);
+    let mut k = Kafka::connect(port);
+    create(&mut k, t, parts);
+    let pid = init(&mut k, tid, 60_000).producer_id.0;
+    (s, k, pid)
+}
+
 #[test]
 fn a_transaction_past_the_width_bound_is_refused_and_the_rest_commits() {
-    let (_s, port) = Server::start_kafka(&["--kafka-max-transaction-partitions", "50"]);
-    let mut k = Kafka::connect(port);
-    create(&mut k, "w", 60);
-    let pid = init(&mut k, "tx-w", 60_000).producer_id.0;
+    let (_s, mut k, pid) = bounded("50", "w", 60, "tx-w");
     assert_eq!(add(&mut k, "tx-w", pid, "w", 0..40), vec![0; 40]);
     // 10 of these are in already, 20 are new: 60 > 50, so none of them is added.
     assert_eq!(add(&mut k, "tx-w", pid, "w", 30..60), vec![POLICY_VIOLATION; 30]);
@@ -70,10 +77,7 @@ fn a_transaction_past_the_width_bound_is_refused_and_the_rest_commits() {
 /// there, and a partition already in the transaction may still be written at the bound.
 #[test]
 fn a_v2_produce_past_the_width_bound_is_refused() {
-    let (_s, port) = Server::start_kafka(&["--kafka-max-transaction-partitions", "3"]);
-    let mut k = Kafka::connect(port);
-    create(&mut k, "v", 5);
-    let pid = init(&mut k, "tx-v", 60_000).producer_id.0;
+    let (_s, mut k, pid) = bounded("3", "v", 5, "tx-v");
     let produce12 = |k: &mut Kafka, p: i32, seq: i32| -> i16 {
         let req = produce_req("v", p, txn_batch(&[b"x"], pid, 0, seq), -1)
             .with_transactional_id(Some(TransactionalId(name("tx-v"))));
