@@ -107,6 +107,8 @@ pub struct Counters {
     pub holds_timed_out: AtomicU64,
     /// Frames whose partition writes the planner made itself instead of the appender thread (D78).
     pub frames_written_inline: AtomicU64,
+    /// Steps of a push planned after the requests that queued behind it (D80).
+    pub push_continuations: AtomicU64,
 }
 
 pub struct Shared {

@@ -57,4 +57,6 @@ mod plan_i5_tests;
 #[cfg(test)]
 mod plan_props;
 #[cfg(test)]
+mod plan_step_tests;
+#[cfg(test)]
 mod plan_tests;

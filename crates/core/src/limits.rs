@@ -49,11 +49,18 @@ pub struct Limits {
     /// marks every offset between as settled in the cursor, so this bounds what one retry
     /// adds to it. Past it: `retry_too_far_behind` (409), nothing changed.
     pub max_retry_distance: u64,
+    /// Planner time one step of a push may take (D80): past it, the push's remaining
+    /// groups are planned in a later step, after the requests that queued behind it. A
+    /// partition's first write makes its files on the planner (0.15-2.4 ms each on the
+    /// development VM), so one push creating 5,000 partitions held every other request back
+    /// for up to 12 s before this.
+    pub push_step: std::time::Duration,
 }
 
 pub const DEFAULT_MAX_QUEUES: usize = 100_000;
 pub const DEFAULT_MAX_PARTITIONS: usize = 1_000_000;
 pub const DEFAULT_MAX_TXN_PARTITIONS: usize = 1_000;
+pub const DEFAULT_PUSH_STEP: std::time::Duration = std::time::Duration::from_millis(20);
 
 impl Default for Limits {
     fn default() -> Self {
@@ -70,6 +77,7 @@ impl Default for Limits {
             max_aborted_txns: 100_000,
             max_txn_partitions: DEFAULT_MAX_TXN_PARTITIONS,
             max_retry_distance: 100_000,
+            push_step: DEFAULT_PUSH_STEP,
         }
     }
 }
@@ -97,6 +105,7 @@ impl Limits {
             || self.max_aborted_txns == 0
             || self.max_txn_partitions == 0
             || self.max_retry_distance == 0
+            || self.push_step.is_zero()
         {
             return Err("engine limits must be positive".into());
         }

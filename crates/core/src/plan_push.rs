@@ -12,8 +12,25 @@ use std::collections::HashSet;
 
 impl Planner {
     pub fn push(&mut self, groups: Vec<PushGroup>) -> Vec<PushResult> {
+        let (mut out, rest) = self.push_step(groups, None);
+        debug_assert!(rest.is_empty());
+        out.sort_by_key(|r| r.index);
+        out
+    }
+
+    /// Plans groups in order until `budget` of planner time is spent (at least one group),
+    /// and answers the groups it did not reach (D80). Groups are independent: each is
+    /// stored or refused whole, so a push may span several entries; its results are
+    /// unsorted here (the caller sorts them once the last step is planned).
+    pub fn push_step(
+        &mut self,
+        groups: Vec<PushGroup>,
+        budget: Option<std::time::Duration>,
+    ) -> (Vec<PushResult>, Vec<PushGroup>) {
+        let start = std::time::Instant::now();
         let mut out = Vec::new();
-        for g in groups {
+        let mut groups = groups.into_iter();
+        for g in groups.by_ref() {
             let before = self.emitted();
             let results = self.push_group(g);
             // A group is refused whole, before its first effect (admit_push); anything else
@@ -23,9 +40,11 @@ impl Planner {
                 self.refused_after(before, &e);
             }
             out.extend(results);
+            if budget.is_some_and(|b| start.elapsed() >= b) {
+                break;
+            }
         }
-        out.sort_by_key(|r| r.index);
-        out
+        (out, groups.collect())
     }
 
     /// Every check a push group must pass, against the state, before anything is emitted:

@@ -21,6 +21,7 @@ mod checkpointing;
 #[cfg(test)]
 mod hold_tests;
 mod member;
+mod push_steps;
 
 use crate::appender::{Appender, Join, Joined};
 use crate::command::*;
@@ -130,6 +131,9 @@ pub(crate) struct PlannerLoop {
     /// This state planned (led) since it was loaded: it may hold what Raft never commits,
     /// so it answers no read until it is rebuilt (D42).
     planned: bool,
+    /// Pushes with groups still to plan, oldest first (D80): one step of the oldest runs
+    /// after each batch of commands.
+    continued: std::collections::VecDeque<push_steps::PushRest>,
 }
 
 impl PlannerLoop {
@@ -164,6 +168,7 @@ impl PlannerLoop {
             kv_sweep: None,
             last_prune: Instant::now(),
             planned: false,
+            continued: Default::default(),
         }
     }
 
@@ -178,6 +183,9 @@ impl PlannerLoop {
             let mut timeout = next_tick.saturating_duration_since(Instant::now());
             if self.holding.is_some() {
                 timeout = timeout.min(HOLD_POLL);
+            }
+            if !self.continued.is_empty() {
+                timeout = Duration::ZERO;
             }
             let first = match rx.recv_timeout(timeout) {
                 Ok(c) => Some(c),
@@ -201,6 +209,14 @@ impl PlannerLoop {
                     }
                     cmd = rx.try_recv().ok();
                 }
+            }
+            if stop.is_some() {
+                // Shutting down: every push in steps is finished, and answered by the last flush.
+                while !self.continued.is_empty() {
+                    self.continue_push();
+                }
+            } else {
+                self.continue_push();
             }
             if Instant::now() >= next_tick {
                 self.on_tick();
@@ -373,12 +389,7 @@ impl PlannerLoop {
         }
         self.p.begin(wall_micros());
         match cmd {
-            Cmd::Push(groups, reply) => {
-                let res = self.p.push(groups);
-                let n = res.iter().filter(|r| matches!(r.status, PushStatus::Queued { .. })).count();
-                self.shared.counters.pushed.fetch_add(n as u64, Ordering::Relaxed);
-                self.settle(deferred(reply, Ok(res)));
-            }
+            Cmd::Push(groups, reply) => self.push_cmd(groups, reply),
             Cmd::Pop(req, reply) => {
                 let res = self.p.step(|p| p.pop(&req));
                 self.popped(&res);

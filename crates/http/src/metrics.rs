@@ -233,6 +233,12 @@ async fn text(app: &App) -> String {
         "Frames whose partition-file writes (at most 4 KiB, nothing earlier outstanding) the planner made itself instead of the appender thread (D78).",
         c.frames_written_inline.load(Relaxed),
     );
+    counter(
+        &mut out,
+        "baton_planner_push_continuations_total",
+        "Steps of a push planned after the requests that queued behind it, once its earlier steps took --push-step-ms of planner time (D80).",
+        c.push_continuations.load(Relaxed),
+    );
     thread_cpu(&mut out);
     let w = app.engine.wal_stats();
     counter(

@@ -196,6 +196,11 @@ pub struct ServeArgs {
     /// `retry_too_far_behind`.
     #[arg(long, env = "BATON_MAX_RETRY_DISTANCE", default_value_t = 100_000)]
     pub max_retry_distance: u64,
+    /// Planner time (ms) one step of a push may take: past it the push's remaining item
+    /// groups are planned after the requests queued behind it, and the push is answered
+    /// once its last step is durable (D80).
+    #[arg(long, env = "BATON_PUSH_STEP_MS", default_value_t = baton_core::limits::DEFAULT_PUSH_STEP.as_millis() as u64)]
+    pub push_step_ms: u64,
     /// Kafka's connections.max.idle.ms: a Kafka connection with nothing read and no answer
     /// pending for this long is closed.
     #[arg(long, env = "BATON_KAFKA_CONNECTIONS_MAX_IDLE_MS",
@@ -372,10 +377,11 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         max_aborted_txns: a.kafka_max_aborted_transactions,
         max_txn_partitions: a.kafka_max_transaction_partitions,
         max_retry_distance: a.max_retry_distance,
+        push_step: std::time::Duration::from_millis(a.push_step_ms),
     };
     cfg.limits.validate().map_err(|e| {
         format!(
-            "--max-frame-mb/--max-entry-mb/--max-groups/--max-queues/--max-partitions/--max-kv-mb/--max-timers-mb: {e}"
+            "--max-frame-mb/--max-entry-mb/--max-groups/--max-queues/--max-partitions/--max-kv-mb/--max-timers-mb/--push-step-ms: {e}"
         )
     })?;
     if a.kafka_max_frame_bytes > cfg.limits.max_entry_bytes {
