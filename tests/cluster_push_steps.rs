@@ -8,17 +8,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::api::wide_push;
 use common::cluster::{leader, Cluster};
 use serde_json::{json, Value};
 
 const WIDE: usize = 3_000;
-
-fn wide_items() -> Value {
-    let items: Vec<Value> = (0..WIDE)
-        .map(|i| json!({"queue": "wide", "partition": format!("p{i}"), "payload": {"i": i}, "transactionId": format!("w{i}")}))
-        .collect();
-    json!({ "items": items })
-}
 
 fn client() -> reqwest::Client {
     reqwest::Client::builder().timeout(Duration::from_secs(120)).build().unwrap()
@@ -40,7 +34,7 @@ async fn a_leader_that_loses_its_term_between_the_steps_of_a_push_never_answers_
     let old = leader(&c, &cluster, Duration::from_secs(20)).await;
     let url = cluster.members[old].url("/api/v1/push");
     let wide = tokio::spawn(async move {
-        match client().post(url).json(&wide_items()).send().await {
+        match client().post(url).json(&wide_push("wide", WIDE)).send().await {
             Ok(r) => {
                 let status = r.status().as_u16();
                 (status, r.json::<Value>().await.unwrap_or(Value::Null))
@@ -71,7 +65,7 @@ async fn a_leader_that_loses_its_term_between_the_steps_of_a_push_never_answers_
     }
     // The same push to the new leader: what the old one stored is recognised, the rest stored.
     let again = cluster.members[new].url("/api/v1/push");
-    let (st, v) = common::cluster::until_planned(|| c.post(&again).json(&wide_items())).await;
+    let (st, v) = common::cluster::until_planned(|| c.post(&again).json(&wide_push("wide", WIDE))).await;
     assert_eq!(st, 201, "{v}");
     let r = v.as_array().expect("one result per item");
     let dup = r.iter().filter(|x| x["status"] == "duplicate").count();

@@ -8,24 +8,17 @@
 
 mod common;
 
-use common::api::{client, Api};
+use common::api::{client, wide_push, Api};
 use serde_json::{json, Value};
 use std::time::Duration;
 
 const WIDE: usize = 3_000;
 
-fn wide_items() -> Value {
-    let items: Vec<Value> = (0..WIDE)
-        .map(|i| json!({"queue": "wide", "partition": format!("p{i}"), "payload": {"i": i}, "transactionId": format!("w{i}")}))
-        .collect();
-    json!({ "items": items })
-}
-
 /// The wide push, on its own connection: (status, body).
 fn spawn_wide(api: &Api) -> tokio::task::JoinHandle<(u16, Value)> {
     let url = api.s.url("/api/v1/push");
     tokio::spawn(async move {
-        let r = client().post(url).json(&wide_items()).send().await;
+        let r = client().post(url).json(&wide_push("wide", WIDE)).send().await;
         match r {
             Ok(r) => common::api::read(r).await,
             Err(e) => (0, json!({ "error": e.to_string() })),
@@ -104,7 +97,7 @@ async fn a_kill_between_the_steps_of_a_push_loses_nothing_a_retry_does_not_mend(
     assert!(st == 0 || st == 201, "the killed push answered {st}");
     api.s.restart();
     api.c = client();
-    let (st, v) = api.post("/api/v1/push", wide_items()).await;
+    let (st, v) = api.post("/api/v1/push", wide_push("wide", WIDE)).await;
     assert_eq!(st, 201, "{v}");
     let results = v.as_array().expect("one result per item");
     let queued = results.iter().filter(|r| r["status"] == "queued").count();

@@ -157,3 +157,12 @@ pub fn ns(msgs: &[Value]) -> Vec<u64> {
 pub fn txids(msgs: &[Value]) -> Vec<String> {
     msgs.iter().map(|m| m["transactionId"].as_str().unwrap().to_string()).collect()
 }
+
+/// A push body of `n` items, item `i` to its own partition `p{i}` of queue `queue` with
+/// transaction id `w{i}`: the wide push of the D80 suites.
+pub fn wide_push(queue: &str, n: usize) -> Value {
+    let items: Vec<Value> = (0..n)
+        .map(|i| json!({"queue": queue, "partition": format!("p{i}"), "payload": {"i": i}, "transactionId": format!("w{i}")}))
+        .collect();
+    json!({ "items": items })
+}
