@@ -16,17 +16,6 @@ use kafka_util::*;
 
 const POLICY_VIOLATION: i16 = 44;
 
-fn create(k: &mut Kafka, t: &str, n: i32) {
-    let req = CreateTopicsRequest::default().with_timeout_ms(30_000).with_topics(vec![
-        create_topics_request::CreatableTopic::default()
-            .with_name(topic(t))
-            .with_num_partitions(n)
-            .with_replication_factor(1),
-    ]);
-    let r: CreateTopicsResponse = k.call(ApiKey::CreateTopics, 5, &req);
-    assert_eq!(r.topics[0].error_code, 0, "{r:?}");
-}
-
 /// AddPartitionsToTxn v3: every partition's code.
 fn add(k: &mut Kafka, tid: &str, pid: i64, t: &str, parts: std::ops::Range<i32>) -> Vec<i16> {
     add_list(k, tid, pid, t, parts.collect())
@@ -49,7 +38,7 @@ fn add_list(k: &mut Kafka, tid: &str, pid: i64, t: &str, parts: Vec<i32>) -> Vec
 fn bounded(bound: &str, t: &str, parts: i32, tid: &str) -> (Server, Kafka, i64) {
     let (s, port) = Server::start_kafka(&["--kafka-max-transaction-partitions", bound]);
     let mut k = Kafka::connect(port);
-    create(&mut k, t, parts);
+    k.create_topic(t, parts);
     let pid = init(&mut k, tid, 60_000).producer_id.0;
     (s, k, pid)
 }
@@ -111,7 +100,7 @@ fn a_commit_wider_than_the_descriptor_limit_neither_fails_nor_latches() {
     ];
     let s = Server::start_with_nofile(&args, 512);
     let mut k = Kafka::connect(kport);
-    create(&mut k, "wide", 1_500);
+    k.create_topic("wide", 1_500);
     let pid = init(&mut k, "tx-wide", 120_000).producer_id.0;
     assert_eq!(add(&mut k, "tx-wide", pid, "wide", 0..1_500), vec![0; 1_500]);
     let mut t = Txn { k: &mut k, tid: "tx-wide", pid, epoch: 0 };

@@ -200,6 +200,17 @@ impl Server {
         self.child.as_ref().expect("running").id()
     }
 
+    /// One series of `/metrics/prometheus` (0 when absent), from a blocking test.
+    pub fn metric(&self, series: &str) -> f64 {
+        use std::io::{Read, Write};
+        let mut t = std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect for /metrics");
+        t.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        t.write_all(b"GET /metrics/prometheus HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut text = String::new();
+        t.read_to_string(&mut text).expect("/metrics answered");
+        text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok()).unwrap_or(0.0)
+    }
+
     /// SIGKILL: no chance to flush or checkpoint.
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {

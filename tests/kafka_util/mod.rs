@@ -118,6 +118,18 @@ impl Kafka {
         r.responses[0].partition_responses[0].clone()
     }
 
+    /// CreateTopics v5 of one topic with `n` partitions; panics unless it was created.
+    pub fn create_topic(&mut self, t: &str, n: i32) {
+        let req = CreateTopicsRequest::default().with_timeout_ms(30_000).with_topics(vec![
+            create_topics_request::CreatableTopic::default()
+                .with_name(topic(t))
+                .with_num_partitions(n)
+                .with_replication_factor(1),
+        ]);
+        let r: CreateTopicsResponse = self.call(ApiKey::CreateTopics, 5, &req);
+        assert_eq!(r.topics[0].error_code, 0, "{r:?}");
+    }
+
     pub fn fetch(&mut self, t: &str, partition: i32, offset: i64, max_wait_ms: i32) -> fetch_response::PartitionData {
         let r: FetchResponse = self.call(ApiKey::Fetch, 11, &fetch_req(t, partition, offset, max_wait_ms, 0, -1));
         r.responses[0].partitions[0].clone()

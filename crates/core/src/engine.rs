@@ -109,6 +109,8 @@ pub struct Counters {
     pub frames_written_inline: AtomicU64,
     /// Steps of a push planned after the requests that queued behind it (D80).
     pub push_continuations: AtomicU64,
+    /// Kafka produces that waited for a later planner pass to make their files (D80).
+    pub produces_deferred: AtomicU64,
 }
 
 pub struct Shared {

@@ -21,6 +21,7 @@ mod checkpointing;
 #[cfg(test)]
 mod hold_tests;
 mod member;
+mod produce_steps;
 mod push_steps;
 
 use crate::appender::{Appender, Join, Joined};
@@ -134,6 +135,8 @@ pub(crate) struct PlannerLoop {
     /// Pushes with groups still to plan, oldest first (D80): one step of the oldest runs
     /// after each batch of commands.
     continued: std::collections::VecDeque<push_steps::PushRest>,
+    /// Kafka produces waiting for a pass with planner time left for new files (D80).
+    waiting: produce_steps::Waiting,
 }
 
 impl PlannerLoop {
@@ -169,6 +172,7 @@ impl PlannerLoop {
             last_prune: Instant::now(),
             planned: false,
             continued: Default::default(),
+            waiting: Default::default(),
         }
     }
 
@@ -184,9 +188,10 @@ impl PlannerLoop {
             if self.holding.is_some() {
                 timeout = timeout.min(HOLD_POLL);
             }
-            if !self.continued.is_empty() {
+            if !self.continued.is_empty() || !self.waiting.is_empty() {
                 timeout = Duration::ZERO;
             }
+            self.waiting.new_pass();
             let first = match rx.recv_timeout(timeout) {
                 Ok(c) => Some(c),
                 Err(RecvTimeoutError::Timeout) => None,
@@ -210,6 +215,7 @@ impl PlannerLoop {
                     cmd = rx.try_recv().ok();
                 }
             }
+            self.run_waiting_produces(stop.is_some());
             if stop.is_some() {
                 // Shutting down: every push in steps is finished, and answered by the last flush.
                 while !self.continued.is_empty() {
@@ -457,10 +463,7 @@ impl PlannerLoop {
                 }
                 self.settle(deferred(reply, res));
             }
-            Cmd::Produce(r, reply) => {
-                let res = self.p.step(|p| p.produce(r));
-                self.settle(deferred(reply, res));
-            }
+            Cmd::Produce(r, reply) => self.produce_cmd(r, reply),
             Cmd::CreateTopic(t, n, configs, reply) => {
                 let res = self.p.step(|p| {
                     let made = p.create_topic(&t, n)?;

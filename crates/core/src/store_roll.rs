@@ -10,7 +10,7 @@ use super::*;
 
 impl PartitionFiles {
     /// Whether an append stamped `ts` goes to a new segment.
-    pub(super) fn rolls(&self, ts: Micros) -> bool {
+    pub(crate) fn rolls(&self, ts: Micros) -> bool {
         self.segments.last().is_none_or(|s| {
             s.len >= self.segment_bytes || (s.len > 0 && ts.saturating_sub(s.index.first_ts) >= self.roll_age)
         })

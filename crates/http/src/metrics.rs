@@ -239,6 +239,12 @@ async fn text(app: &App) -> String {
         "Steps of a push planned after the requests that queued behind it, once its earlier steps took --push-step-ms of planner time (D80).",
         c.push_continuations.load(Relaxed),
     );
+    counter(
+        &mut out,
+        "baton_planner_produces_deferred_total",
+        "Kafka produces that would make new partition files, planned in a later pass of the planner because this pass had spent --push-step-ms on such files, or queued behind one for the same partition (D80).",
+        c.produces_deferred.load(Relaxed),
+    );
     thread_cpu(&mut out);
     let w = app.engine.wal_stats();
     counter(
