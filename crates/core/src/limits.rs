@@ -53,8 +53,8 @@ pub struct Limits {
     /// groups are planned in a later step, after the requests that queued behind it. A
     /// partition's first write makes its files on the planner (0.15-2.4 ms each on the
     /// development VM), so one push creating 5,000 partitions held every other request back
-    /// for up to 12 s before this. Kafka produces that make new segment files share the
-    /// same budget per pass of the planner loop (runner/produce_steps.rs).
+    /// for up to 12 s before this. Kafka produces that make new segment files get a
+    /// budget of the same size in each pass of the planner loop (runner/produce_steps.rs).
     pub push_step: std::time::Duration,
 }
 

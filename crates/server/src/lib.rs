@@ -198,8 +198,8 @@ pub struct ServeArgs {
     pub max_retry_distance: u64,
     /// Planner time (ms) one step of a push may take: past it the push's remaining item
     /// groups are planned after the requests queued behind it, and the push is answered
-    /// once its last step is durable. Kafka produces that make new partition files share
-    /// the same budget per planner pass; past it they wait, in order, for later passes (D80).
+    /// once its last step is durable. Kafka produces that make new partition files get a
+    /// budget of the same size in each planner pass; past it they wait, in order, for later passes (D80).
     #[arg(long, env = "BATON_PUSH_STEP_MS", default_value_t = baton_core::limits::DEFAULT_PUSH_STEP.as_millis() as u64)]
     pub push_step_ms: u64,
     /// Kafka's connections.max.idle.ms: a Kafka connection with nothing read and no answer
