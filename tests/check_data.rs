@@ -85,8 +85,11 @@ fn rel(data: &Path, p: &Path) -> String {
 }
 
 /// Files under `dir` whose name ends in `ext`, sorted.
+/// Files of `dir` whose names end in `ext`, the provisioner's empty spares (D17, D81) left out.
 fn files_ending(dir: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = snapshot(dir).into_keys().filter(|p| p.to_string_lossy().ends_with(ext)).collect();
+    let spare = |p: &Path| p.components().any(|c| c.as_os_str() == ".spare" || c.as_os_str() == ".spare-parts");
+    let mut out: Vec<PathBuf> =
+        snapshot(dir).into_keys().filter(|p| p.to_string_lossy().ends_with(ext) && !spare(p)).collect();
     out.sort();
     out
 }

@@ -333,7 +333,7 @@ async fn retention_moves_log_start_and_deletes_old_segments() {
     let pushed = Instant::now();
     let e = api.fetch("ret", "Default", 0).await;
     assert_eq!((e["logStartOffset"].as_u64(), e["highWatermark"].as_u64()), (Some(0), Some(4)), "{e}");
-    // `.spare` holds the provisioner's ready-made files (D17), not a partition.
+    // `.spare` and `.spare-parts` hold the provisioner's ready-made files (D17, D81), not partitions.
     let listed = || -> Vec<std::path::PathBuf> {
         std::fs::read_dir(api.s.dir.join("partitions"))
             .unwrap()

@@ -5,6 +5,11 @@
 //! answered before it; the wide push is still answered once, whole, every group stored
 //! once; and a kill between its steps loses nothing a retry with the same transaction
 //! ids does not mend.
+//!
+//! D81 takes the same cost off the planner where a request cannot be split: new partitions
+//! take directories the provisioner made ahead, a transaction waits for its directories
+//! (and is refused, writing nothing, if they never come), and due timers fire within the
+//! same budget a tick.
 
 mod common;
 
@@ -39,9 +44,14 @@ async fn wait_for_a_continued_step(api: &Api) {
 
 /// Every partition of "wide" holds exactly one message.
 async fn one_message_each(api: &Api) {
-    let (st, d) = api.get("/api/v1/resources/queues/wide/depth?limit=1").await;
+    one_message_in_each(api, "wide", WIDE).await;
+}
+
+/// `queue` has `n` partitions holding exactly one message each.
+async fn one_message_in_each(api: &Api, queue: &str, n: usize) {
+    let (st, d) = api.get(&format!("/api/v1/resources/queues/{queue}/depth?limit=1")).await;
     assert_eq!(st, 200, "{d}");
-    assert_eq!((d["pending"].as_u64(), d["partitionsPending"].as_u64()), (Some(WIDE as u64), Some(WIDE as u64)), "{d}");
+    assert_eq!((d["pending"].as_u64(), d["partitionsPending"].as_u64()), (Some(n as u64), Some(n as u64)), "{d}");
 }
 
 #[tokio::test]
@@ -104,4 +114,153 @@ async fn a_kill_between_the_steps_of_a_push_loses_nothing_a_retry_does_not_mend(
     let dup = results.iter().filter(|r| r["status"] == "duplicate").count();
     assert_eq!(queued + dup, WIDE, "{:?}", &results[..3]);
     one_message_each(&api).await;
+}
+
+/// Due timers are fired by the planner's tick, each pushing to its own partition: before
+/// D81 one tick fired up to 1,000 of them in one entry however long their new partitions'
+/// files took to make, holding every other request back. Now a tick fires them for at most
+/// `--push-step-ms` of planner time (at least one); the rest fire in the next ticks, late,
+/// never lost, each exactly once.
+#[tokio::test]
+async fn due_timers_that_make_partitions_fire_over_several_ticks() {
+    use base64::Engine;
+    const TIMERS: usize = 200;
+    let api = Api::with(&["--push-step-ms", "1"]);
+    let payload = base64::engine::general_purpose::STANDARD.encode("{\"t\":1}");
+    let ops: Vec<Value> = (0..TIMERS)
+        .map(|i| {
+            json!({"op": "schedule", "queue": "tq", "timerKey": format!("k{i}"), "partition": format!("t{i}"),
+                   "payload": payload, "delayMs": 1_000})
+        })
+        .collect();
+    let (st, v) = api.post("/api/v1/timers", json!({ "operations": ops })).await;
+    assert_eq!(st, 200, "{v}");
+    // Partition counts seen while they fire: one tick firing them all shows 0, then 200.
+    let mut seen = Vec::new();
+    for _ in 0..6_000 {
+        let n = api.metric("baton_partitions").await as usize;
+        if seen.last() != Some(&n) {
+            seen.push(n);
+        }
+        if n == TIMERS {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(seen.last(), Some(&TIMERS), "not every timer fired in 30 s: {seen:?}");
+    assert!(seen.iter().any(|n| *n > 0 && *n < TIMERS), "every timer fired in one pass: {seen:?}");
+    one_message_in_each(&api, "tq", TIMERS).await;
+    eprintln!("partition counts seen while the timers fired: {seen:?}");
+}
+
+fn spare_dirs(api: &Api) -> usize {
+    std::fs::read_dir(api.s.dir.join("partitions/.spare-parts")).map_or(0, |d| d.count())
+}
+
+/// Waits (at most 60 s) until the provisioner holds `n` spare partition directories.
+async fn wait_spare_dirs(api: &Api, n: usize) {
+    for _ in 0..6_000 {
+        if spare_dirs(api) >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("only {} spare partition directories after 60 s, waiting for {n}", spare_dirs(api));
+}
+
+/// A transaction pushing one message to each of the new partitions `from..to` of queue "tx".
+fn wide_transaction_body(from: usize, to: usize) -> Value {
+    let items: Vec<Value> =
+        (from..to).map(|i| json!({"queue": "tx", "partition": format!("p{i}"), "payload": {"i": i}})).collect();
+    json!({"operations": [{"type": "push", "items": items}]})
+}
+
+async fn wide_transaction(api: &Api, from: usize, to: usize) {
+    let (st, v) = api.post("/api/v1/transaction", wide_transaction_body(from, to)).await;
+    assert_eq!((st, &v["success"]), (200, &json!(true)), "{v}");
+}
+
+async fn dirs_taken_and_missed(api: &Api) -> (f64, f64) {
+    (
+        api.metric("baton_partition_spare_dirs_taken_total").await,
+        api.metric("baton_partition_spare_dirs_missed_total").await,
+    )
+}
+
+/// New partitions take spare directories the provisioner made ahead (D81): a transaction
+/// that writes to hundreds of new partitions renames them into place instead of making a
+/// directory and three files for each on the planner. The pool grows to what was asked of
+/// it, and a restart keeps it: the next transaction finds its directories ready at once.
+#[tokio::test]
+async fn new_partitions_take_ready_made_directories_and_a_restart_keeps_them() {
+    let mut api = Api::with(&[]);
+    wait_spare_dirs(&api, 16).await;
+    wide_transaction(&api, 0, 100).await;
+    wide_transaction(&api, 100, 400).await;
+    assert_eq!(dirs_taken_and_missed(&api).await, (400.0, 0.0), "every new partition found a spare directory");
+    // A restart adopts what is ready instead of deleting it.
+    wait_spare_dirs(&api, 200).await;
+    api.s.terminate();
+    let left = spare_dirs(&api);
+    api.s.restart();
+    api.c = client();
+    assert!(spare_dirs(&api) >= left.min(200), "{} of {left} spare directories survived the restart", spare_dirs(&api));
+    wide_transaction(&api, 400, 600).await;
+    assert_eq!(dirs_taken_and_missed(&api).await, (200.0, 0.0), "the adopted directories served the next 200");
+    assert_eq!(api.metric("baton_planner_transactions_waited_total").await, 0.0, "and it did not wait for them");
+    one_message_in_each(&api, "tx", 600).await;
+}
+
+/// A transaction whose new partitions outnumber the spare directories ready waits for the
+/// provisioner to make them, planning nothing meanwhile (D81): every one of its partitions
+/// then finds a directory ready, none is made on the planner, and a push sent while it
+/// waits is answered. Before, the planner made the rest itself, holding everyone back.
+#[tokio::test]
+async fn a_transaction_waits_for_its_directories_instead_of_making_them_on_the_planner() {
+    let api = Api::with(&[]);
+    api.push("probe", "0", &[("first", json!(0))]).await;
+    wait_spare_dirs(&api, 16).await;
+    let before = dirs_taken_and_missed(&api).await;
+    let url = api.s.url("/api/v1/transaction");
+    let wide = tokio::spawn(async move {
+        let r = client().post(url).json(&wide_transaction_body(0, 600)).send().await;
+        common::api::read(r.unwrap()).await
+    });
+    for _ in 0..3_000 {
+        if api.metric("baton_planner_transactions_waited_total").await >= 1.0 || wide.is_finished() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let probed = api.push("probe", "0", &[("second", json!(1))]).await;
+    assert_eq!(probed[0]["status"], "queued", "{probed:?}");
+    let (st, v) = wide.await.unwrap();
+    assert_eq!((st, &v["success"]), (200, &json!(true)), "{v}");
+    assert_eq!(api.metric("baton_planner_transactions_waited_total").await, 1.0);
+    let (taken, missed) = dirs_taken_and_missed(&api).await;
+    assert_eq!((taken - before.0, missed - before.1), (600.0, 0.0), "every new partition found a directory ready");
+    one_message_in_each(&api, "tx", 600).await;
+}
+
+/// A transaction whose directories never come (here the provisioner cannot make any: its
+/// directory is replaced by a file) is refused `overloaded` after its wait (10 s), with
+/// nothing written, instead of making its files on the planner after all (D81).
+#[tokio::test]
+async fn a_transaction_whose_directories_never_come_is_refused_and_writes_nothing() {
+    let api = Api::with(&[]);
+    wait_spare_dirs(&api, 16).await;
+    let spares = api.s.dir.join("partitions/.spare-parts");
+    std::fs::rename(&spares, api.s.dir.join("spare-parts-moved")).unwrap();
+    std::fs::write(&spares, b"not a directory").unwrap();
+    let t0 = std::time::Instant::now();
+    let (st, v) = api.post("/api/v1/transaction", wide_transaction_body(0, 100)).await;
+    assert_eq!((st, v["code"].as_str()), (429, Some("overloaded")), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("nothing was written"), "{v}");
+    assert!(t0.elapsed() >= Duration::from_secs(9), "refused after {:?}, before its wait", t0.elapsed());
+    let (st, _) = api.get("/api/v1/resources/queues/tx").await;
+    assert_eq!(st, 404, "the refused transaction made nothing");
+    assert_eq!(api.metric("baton_planner_transactions_waited_total").await, 1.0);
+    // Everything else still works meanwhile: a push to a new partition makes its files itself.
+    let r = api.push("other", "0", &[("o", json!(1))]).await;
+    assert_eq!(r[0]["status"], "queued", "{r:?}");
 }

@@ -363,7 +363,8 @@ pub fn partition_files(dir: &std::path::Path) -> BTreeMap<String, Vec<u8>> {
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
-            if p.file_name().is_some_and(|n| n == ".spare") {
+            // The provisioner's spares (D17, D81): each member makes its own.
+            if p.file_name().is_some_and(|n| n == ".spare" || n == ".spare-parts") {
                 continue;
             }
             if p.is_dir() {

@@ -314,7 +314,7 @@ impl Checker {
 
     fn has_partition_data(&self) -> Result<bool, String> {
         let parts = inspect::partitions_dir(&self.dir);
-        Ok(parts.is_dir() && list(&parts)?.iter().any(|n| n != ".spare"))
+        Ok(parts.is_dir() && list(&parts)?.iter().any(|n| !baton_core::provision::is_spare_name(n)))
     }
 }
 

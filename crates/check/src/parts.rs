@@ -22,7 +22,7 @@ impl Checker {
             return Ok(());
         }
         for name in list(&parts)? {
-            if name != ".spare" {
+            if !baton_core::provision::is_spare_name(&name) {
                 self.add(
                     Kind::Orphan,
                     &parts.join(&name),
@@ -43,7 +43,7 @@ impl Checker {
             return Ok(());
         }
         for name in list(&parts_dir)? {
-            if name == ".spare" || named.contains(&name) {
+            if baton_core::provision::is_spare_name(&name) || named.contains(&name) {
                 continue;
             }
             self.add(

@@ -398,9 +398,13 @@ pub fn recover(storage: StorageConfig, wal: Option<&WalConfig>) -> Result<(State
     let parts_dir = storage.data_dir.join("partitions");
     preflight(&state, had_checkpoint, &parts_dir, wal)?;
     fs::create_dir_all(&parts_dir).map_err(|e| e.to_string())?;
-    // Partitions created after the checkpoint are recreated by replay, from empty.
+    // Partitions created after the checkpoint are recreated by replay, from empty. Spare
+    // partition directories stay: the provisioner adopts the whole ones (D81).
     for ent in fs::read_dir(&parts_dir).map_err(|e| e.to_string())? {
         let ent = ent.map_err(|e| e.to_string())?;
+        if ent.file_name() == crate::provision::SPARE_PARTS {
+            continue;
+        }
         let known = ent
             .file_name()
             .to_str()
@@ -484,7 +488,8 @@ fn preflight(state: &State, had_checkpoint: bool, parts_dir: &Path, wal: Option<
         ));
     }
     if !had_checkpoint && first.is_none() {
-        let data = fs::read_dir(parts_dir).map(|mut d| d.any(|e| e.is_ok_and(|e| e.file_name() != ".spare")));
+        let spare = |n: &std::ffi::OsStr| n.to_str().is_some_and(crate::provision::is_spare_name);
+        let data = fs::read_dir(parts_dir).map(|mut d| d.any(|e| e.is_ok_and(|e| !spare(&e.file_name()))));
         if data.unwrap_or(false) {
             return refuse(format!(
                 "{} holds partition data but there is neither a checkpoint.bin nor a log to describe it",

@@ -34,6 +34,8 @@ pub struct EngineConfig {
     pub partition_segment_bytes: u64,
     /// Partition files kept open at once (D29); more are closed least recently used first.
     pub max_open_files: usize,
+    /// Spare partition directories the provisioner may keep ready (D81).
+    pub spare_partition_dirs: usize,
     /// Bytes of partition index blocks kept in memory (D29).
     pub index_cache_bytes: u64,
     pub checkpoint_interval: Duration,
@@ -55,6 +57,7 @@ impl EngineConfig {
             wal_truncate_damaged_tail: false,
             partition_segment_bytes: 64 << 20,
             max_open_files: crate::files::DEFAULT_MAX_OPEN,
+            spare_partition_dirs: crate::provision::DEFAULT_SPARE_DIRS,
             index_cache_bytes: crate::files::DEFAULT_INDEX_CACHE_BYTES,
             checkpoint_interval: Duration::from_secs(30),
             limits: crate::limits::Limits::default(),
@@ -111,6 +114,8 @@ pub struct Counters {
     pub push_continuations: AtomicU64,
     /// Kafka produces that waited for a later planner pass to make their files (D80).
     pub produces_deferred: AtomicU64,
+    /// HTTP transactions that waited for spare partition directories (D81).
+    pub txns_waited: AtomicU64,
 }
 
 pub struct Shared {
@@ -745,6 +750,7 @@ pub(crate) fn open_state(cfg: &EngineConfig, wal: Option<&WalConfig>) -> Result<
         crate::provision::Provisioner::start_with(
             &cfg.data_dir.join("partitions"),
             crate::provision::pool_for(cfg.max_open_files),
+            cfg.spare_partition_dirs,
         )
         .map_err(|e| format!("start the partition file provisioner: {e}"))?,
     );

@@ -87,6 +87,10 @@ pub struct FileStats {
     /// Transaction-id hashes read back from `.txid` records (tail or file): what an ack by
     /// transactionId costs the planner.
     pub txid_reads: AtomicU64,
+    /// New partitions whose directory was a spare one renamed into place (D81), and those
+    /// that found none ready (their files came from spare files or were made on the planner).
+    pub spare_dirs_taken: AtomicU64,
+    pub spare_dirs_missed: AtomicU64,
 }
 
 pub struct Store {

@@ -23,6 +23,7 @@ mod hold_tests;
 mod member;
 mod produce_steps;
 mod push_steps;
+mod txn_wait;
 
 use crate::appender::{Appender, Join, Joined};
 use crate::command::*;
@@ -137,6 +138,8 @@ pub(crate) struct PlannerLoop {
     continued: std::collections::VecDeque<push_steps::PushRest>,
     /// Kafka produces waiting for a pass with planner time left for new files (D80).
     waiting: produce_steps::Waiting,
+    /// HTTP transactions waiting for spare partition directories (D81).
+    txn_wait: txn_wait::TxnWait,
 }
 
 impl PlannerLoop {
@@ -173,6 +176,7 @@ impl PlannerLoop {
             planned: false,
             continued: Default::default(),
             waiting: Default::default(),
+            txn_wait: Default::default(),
         }
     }
 
@@ -187,6 +191,9 @@ impl PlannerLoop {
             let mut timeout = next_tick.saturating_duration_since(Instant::now());
             if self.holding.is_some() {
                 timeout = timeout.min(HOLD_POLL);
+            }
+            if !self.txn_wait.is_empty() {
+                timeout = timeout.min(txn_wait::POLL);
             }
             if !self.continued.is_empty() || !self.waiting.is_empty() {
                 timeout = Duration::ZERO;
@@ -216,6 +223,7 @@ impl PlannerLoop {
                 }
             }
             self.run_waiting_produces(stop.is_some());
+            self.run_waiting_txns(stop.is_some());
             if stop.is_some() {
                 // Shutting down: every push in steps is finished, and answered by the last flush.
                 while !self.continued.is_empty() {
@@ -374,6 +382,29 @@ impl PlannerLoop {
         }
     }
 
+    /// A command that waited (D80, D81) is checked as `handle` checks a new one, since nothing
+    /// of it was planned yet. Returned when it may be planned now (the clock begun for it);
+    /// otherwise it was sent to the leader or refused, exactly once.
+    fn recheck(&mut self, cmd: Cmd) -> Option<Cmd> {
+        if !self.shared.writable.load(Ordering::Acquire) {
+            self.follow_cmd(cmd);
+            return None;
+        }
+        if let Some(e) = self.failed() {
+            fail_cmd(cmd, e);
+            return None;
+        }
+        self.p.begin(wall_micros());
+        Some(cmd)
+    }
+
+    /// Work refused because waiting work is at its bound (`overloaded`, 429): counted as the
+    /// planner queue's own refusals are.
+    fn overloaded(&self, why: impl Into<String>) -> CoreError {
+        self.shared.counters.overloaded.fetch_add(1, Ordering::Relaxed);
+        CoreError::new(ErrorKind::Overloaded, "overloaded", why)
+    }
+
     fn failed(&self) -> Option<CoreError> {
         self.shared
             .failed
@@ -456,13 +487,7 @@ impl PlannerLoop {
                 let res = self.p.step(|p| p.delete_queue(&q));
                 self.settle(deferred(reply, res));
             }
-            Cmd::Txn(t, reply) => {
-                let res = self.p.step(|p| p.transaction(t));
-                if matches!(res, Ok(crate::txn::TxnOutcome::Committed(_))) {
-                    self.shared.counters.txns.fetch_add(1, Ordering::Relaxed);
-                }
-                self.settle(deferred(reply, res));
-            }
+            Cmd::Txn(t, reply) => self.txn_cmd(t, reply),
             Cmd::Produce(r, reply) => self.produce_cmd(r, reply),
             Cmd::CreateTopic(t, n, configs, reply) => {
                 let res = self.p.step(|p| {

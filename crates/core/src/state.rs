@@ -248,6 +248,15 @@ impl State {
     /// Whether an append to `queue`/`part` at `ts` would make a new segment's files: its
     /// first write (or a partition not made yet) or a roll. The planner's costliest step
     /// for one partition (0.15-2.5 ms here), so its share of a planner pass is bounded (D80).
+    /// Whether a write to (queue, part) would make the partition's directory: it does not
+    /// exist yet, or has never been written (D81: such writes take spare directories).
+    pub fn needs_directory(&self, queue: &str, part: &str) -> bool {
+        match self.partition(queue, part) {
+            None => true,
+            Some(p) => p.files.as_ref().is_some_and(|f| f.is_new()),
+        }
+    }
+
     pub fn needs_new_segment(&self, queue: &str, part: &str, ts: Micros) -> bool {
         match self.partition(queue, part) {
             None => true,

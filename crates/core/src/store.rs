@@ -448,14 +448,16 @@ impl PartitionFiles {
         }
     }
 
-    /// Open a new segment at `base`: spares from the provisioner when it has them (no system
-    /// call here), else files made here. Nothing changes unless all three files exist.
+    /// Open a new segment at `base`: a new partition's directory is a spare one renamed into
+    /// place when the provisioner has one (D81); otherwise spare files when it has them (no
+    /// system call here), else files made here. Nothing changes unless all three files exist.
     fn rotate(&mut self, base: u64, provisioner: Option<&Provisioner>) -> io::Result<()> {
+        let renamed = base == 0 && self.segments.is_empty() && self.take_spare_dir(provisioner);
         let mut pins: [Option<Arc<File>>; 3] = [None, None, None];
         let mut spares = Vec::new();
         // Spares only while few segments hold unplaced files: beyond that, files made here
         // (under their name at once, so within the open set's budget).
-        let pin = provisioner.is_some() && self.store.try_pin();
+        let pin = !renamed && provisioner.is_some() && self.store.try_pin();
         if let Some(p) = provisioner.filter(|_| pin) {
             for k in Kind::ALL {
                 match p.take() {
@@ -472,11 +474,14 @@ impl PartitionFiles {
             if pins[kind_no(k)].is_some() {
                 continue;
             }
-            // The directory may still be waiting for an earlier placement.
-            let res = fs::create_dir_all(&self.dir).and_then(|_| {
+            // The directory may still be waiting for an earlier placement. A renamed spare's
+            // files exist, empty: only opened.
+            let res = if renamed { Ok(()) } else { fs::create_dir_all(&self.dir) }.and_then(|_| {
                 let path = file_path(&self.dir, base, 0, k);
                 let f = self.store.get(FileKey { part: self.part, base, gen: 0, kind: k }, &path, true)?;
-                f.set_len(0)?;
+                if !renamed {
+                    f.set_len(0)?;
+                }
                 Ok(f)
             });
             match res {

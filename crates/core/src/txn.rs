@@ -57,6 +57,8 @@ impl Planner {
     pub fn transaction(&mut self, t: TxnRequest) -> Result<TxnOutcome, CoreError> {
         crate::kv::validate(&t.kv)?;
         crate::timers::validate(&t.timers)?;
+        // First, and O(1): a wider transaction is refused before any planner time goes to it.
+        self.limits.admit_txn_width(t.pushes.len())?;
         if let Some(r) = self.check_txn(&t) {
             return Ok(r);
         }

@@ -149,19 +149,28 @@ async fn text(app: &App) -> String {
         "# HELP baton_partition_files_budget Partition files kept open at most: --max-open-files, lowered to fit the descriptor limit.\n# TYPE baton_partition_files_budget gauge\nbaton_partition_files_budget {}",
         f.max_open()
     );
-    counter(&mut out, "baton_partition_file_opens_total", "Partition files opened.", f.stats.opens.load(Relaxed));
-    counter(
-        &mut out,
-        "baton_partition_file_evictions_total",
-        "Partition files closed because --max-open-files were open.",
-        f.stats.evictions.load(Relaxed),
-    );
-    counter(
-        &mut out,
-        "baton_partition_file_open_failures_total",
-        "Partition files that could not be opened (after evicting half the open set on EMFILE).",
-        f.stats.open_failures.load(Relaxed),
-    );
+    let fs = &f.stats;
+    for (name, help, v) in [
+        ("baton_partition_file_opens_total", "Partition files opened.", &fs.opens),
+        ("baton_partition_file_evictions_total", "Partition files closed because --max-open-files were open.", &fs.evictions),
+        (
+            "baton_partition_file_open_failures_total",
+            "Partition files that could not be opened (after evicting half the open set on EMFILE).",
+            &fs.open_failures,
+        ),
+        (
+            "baton_partition_spare_dirs_taken_total",
+            "New partitions whose directory was a spare one renamed into place (D81).",
+            &fs.spare_dirs_taken,
+        ),
+        (
+            "baton_partition_spare_dirs_missed_total",
+            "New partitions that found no spare directory ready (D81): their files came from spare files or were made on the planner.",
+            &fs.spare_dirs_missed,
+        ),
+    ] {
+        counter(&mut out, name, help, v.load(Relaxed));
+    }
     let cs = &f.compaction;
     for (name, help, v) in [
         ("baton_compaction_passes_total", "Compaction passes over a partition's closed segments (D50).", &cs.passes),
@@ -244,6 +253,12 @@ async fn text(app: &App) -> String {
         "baton_planner_produces_deferred_total",
         "Kafka produces that would make new partition files, planned in a later pass of the planner because this pass had spent --push-step-ms on such files, or queued behind one for the same partition (D80).",
         c.produces_deferred.load(Relaxed),
+    );
+    counter(
+        &mut out,
+        "baton_planner_transactions_waited_total",
+        "HTTP transactions that waited for the provisioner to make spare directories for their new partitions before they were planned (D81).",
+        c.txns_waited.load(Relaxed),
     );
     thread_cpu(&mut out);
     let w = app.engine.wal_stats();

@@ -49,6 +49,12 @@ pub struct ServeArgs {
     /// recently used are closed beyond it and reopened when needed (never an error).
     #[arg(long, env = "BATON_MAX_OPEN_FILES", default_value_t = 4096)]
     pub max_open_files: usize,
+    /// Spare partition directories (each holding a first segment's three empty files) the
+    /// provisioner may keep ready, so a new partition costs the planner one rename, not a
+    /// directory and three files. The pool grows to this with demand and is kept across
+    /// restarts; 0 makes every partition's files where they are first needed (D81).
+    #[arg(long, env = "BATON_SPARE_PARTITION_DIRS", default_value_t = baton_core::provision::DEFAULT_SPARE_DIRS)]
+    pub spare_partition_dirs: usize,
     /// MiB of partition index blocks cached in memory for lookups by offset.
     #[arg(long, env = "BATON_INDEX_CACHE_MB", default_value_t = 64)]
     pub index_cache_mb: u64,
@@ -191,6 +197,10 @@ pub struct ServeArgs {
     /// INVALID_TXN_STATE.
     #[arg(long, env = "BATON_KAFKA_MAX_TRANSACTION_PARTITIONS", default_value_t = baton_core::limits::DEFAULT_MAX_TXN_PARTITIONS)]
     pub kafka_max_transaction_partitions: usize,
+    /// Partitions one HTTP transaction may push to (it is one entry, and a partition's first
+    /// write makes its files on the planner): past it `too_many_transaction_partitions` (413).
+    #[arg(long, env = "BATON_MAX_TRANSACTION_PARTITIONS", default_value_t = baton_core::limits::DEFAULT_MAX_TXN_PARTITIONS)]
+    pub max_transaction_partitions: usize,
     /// How far behind its consumer group's cursor (in messages) a dead letter may be and
     /// still be retried (`POST /api/v1/messages/{p}/{tx}/retry`); past it 409
     /// `retry_too_far_behind`.
@@ -364,6 +374,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         None => a.max_open_files,
     };
     cfg.index_cache_bytes = a.index_cache_mb.max(1) << 20;
+    cfg.spare_partition_dirs = a.spare_partition_dirs;
     cfg.compaction_max_keys = a.compaction_max_keys;
     cfg.limits = baton_core::limits::Limits {
         max_frame_bytes: a.max_frame_mb.saturating_mul(1 << 20),
@@ -377,6 +388,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         max_kafka_txn_ids: a.kafka_max_transactional_ids,
         max_aborted_txns: a.kafka_max_aborted_transactions,
         max_txn_partitions: a.kafka_max_transaction_partitions,
+        max_http_txn_partitions: a.max_transaction_partitions,
         max_retry_distance: a.max_retry_distance,
         push_step: std::time::Duration::from_millis(a.push_step_ms),
     };

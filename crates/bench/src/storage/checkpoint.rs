@@ -6,7 +6,7 @@
 //!
 //! "Written by a checkpoint" is counted as the whole size of every file of
 //! the data directory, other than WAL segments (`wal/`) and partition segments
-//! (`*.seg`, `.spare/`), that is new or changed (length, mtime or inode) since
+//! (`*.seg`, `.spare/`, `.spare-parts/`), that is new or changed (length, mtime or inode) since
 //! the previous checkpoint: exact for files rewritten whole (`checkpoint.bin`,
 //! renamed over); for a file that is the same inode and only grew, its growth
 //! (the `.idx`/`.txid` index files are only appended to, D29); an upper bound
@@ -77,7 +77,7 @@ fn state_files(root: &Path) -> HashMap<PathBuf, (u64, i64, i64, u64)> {
             let Ok(m) = e.metadata() else { continue };
             let top = d == root;
             if m.is_dir() {
-                let data = (top && name == "wal") || name == ".spare";
+                let data = (top && name == "wal") || name == ".spare" || name == ".spare-parts";
                 if !data {
                     stack.push(p);
                 }

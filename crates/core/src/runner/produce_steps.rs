@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use super::{deferred, fail_cmd, PlannerLoop};
-use crate::command::{CoreError, ErrorKind};
-use crate::engine::{wall_micros, Cmd};
+use super::{deferred, PlannerLoop};
+use crate::command::CoreError;
+use crate::engine::Cmd;
 use crate::kafka_ops::{ProduceOutcome, ProduceRequest};
 
 type ProduceReply = oneshot::Sender<Result<ProduceOutcome, CoreError>>;
@@ -81,10 +81,7 @@ impl PlannerLoop {
             // Waiting produces left the planner's queue but are still queued work: bounded
             // as it is, refused as a full queue refuses.
             if self.waiting.queue.len() >= self.cfg.max_queued_requests {
-                self.shared.counters.overloaded.fetch_add(1, Ordering::Relaxed);
-                let _ = reply.send(Err(CoreError::new(
-                    ErrorKind::Overloaded,
-                    "overloaded",
+                let _ = reply.send(Err(self.overloaded(
                     "too many produces are waiting to make new partition files (max queued requests); retry shortly",
                 )));
                 return;
@@ -115,18 +112,10 @@ impl PlannerLoop {
             }
             let Some((r, reply)) = self.waiting.next() else { return };
             ran = true;
-            // As `handle` does for a new command: nothing of it was planned yet.
-            if !self.shared.writable.load(Ordering::Acquire) {
-                self.follow_cmd(Cmd::Produce(r, reply));
-                continue;
+            if let Some(Cmd::Produce(r, reply)) = self.recheck(Cmd::Produce(r, reply)) {
+                let new_segment = self.p.state.needs_new_segment(&r.topic, &r.partition, self.p.now());
+                self.produce_now(r, reply, new_segment);
             }
-            if let Some(e) = self.failed() {
-                fail_cmd(Cmd::Produce(r, reply), e);
-                continue;
-            }
-            self.p.begin(wall_micros());
-            let new_segment = self.p.state.needs_new_segment(&r.topic, &r.partition, self.p.now());
-            self.produce_now(r, reply, new_segment);
         }
     }
 }
