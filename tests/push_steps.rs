@@ -260,7 +260,12 @@ async fn a_transaction_whose_directories_never_come_is_refused_and_writes_nothin
     let (st, _) = api.get("/api/v1/resources/queues/tx").await;
     assert_eq!(st, 404, "the refused transaction made nothing");
     assert_eq!(api.metric("baton_planner_transactions_waited_total").await, 1.0);
-    // Everything else still works meanwhile: a push to a new partition makes its files itself.
+    // Everything else still works meanwhile: a push to a new partition makes its files itself,
+    // and so does a transaction short of no more directories than are worth a wait (16:
+    // 20 new partitions, 15 spares left, all of them unusable now).
     let r = api.push("other", "0", &[("o", json!(1))]).await;
     assert_eq!(r[0]["status"], "queued", "{r:?}");
+    let (st, v) = api.post("/api/v1/transaction", wide_transaction_body(1_000, 1_020)).await;
+    assert_eq!((st, &v["success"]), (200, &json!(true)), "{v}");
+    assert_eq!(api.metric("baton_planner_transactions_waited_total").await, 1.0, "the narrow one did not wait");
 }

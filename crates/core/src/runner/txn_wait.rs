@@ -5,6 +5,7 @@
 //! request back for up to 3 s. Waiting, it plans nothing and holds nobody: pushes, pops and
 //! transactions that find their directories ready go first. When its directories are ready
 //! it is planned as a new command would be (not leading, storage failed), exactly once.
+//! A transaction short by only a few ([`SHORT_BY`]) does not wait: it makes those itself.
 //!
 //! Bounds: waiting transactions count against `max_queued_requests` (past it `overloaded`),
 //! and none waits longer than [`WAIT_MAX`] (a full disk, or more wide transactions than the
@@ -28,6 +29,12 @@ type TxnReply = oneshot::Sender<Result<TxnOutcome, CoreError>>;
 /// Longest a transaction waits for spare directories before it is refused.
 pub(super) const WAIT_MAX: Duration = Duration::from_secs(10);
 
+/// A transaction short of at most this many directories does not start to wait: making
+/// them here costs at most a few tens of ms, about one push step (D80), and a workload that
+/// makes a partition or two per transaction faster than the provisioner refills keeps its
+/// latency. Once waiting, a transaction waits for all of its directories.
+pub(super) const SHORT_BY: usize = 16;
+
 /// How often the planner looks again while transactions wait.
 pub(super) const POLL: Duration = Duration::from_millis(5);
 
@@ -37,7 +44,7 @@ pub(super) type TxnWait = std::collections::VecDeque<(Instant, TxnRequest, TxnRe
 impl PlannerLoop {
     /// An HTTP transaction as it arrives (the planner's clock already begun for it).
     pub(super) fn txn_cmd(&mut self, t: TxnRequest, reply: TxnReply) {
-        if !self.needs_dirs(&t) {
+        if !self.needs_dirs(&t, SHORT_BY) {
             return self.txn_now(t, reply);
         }
         if self.txn_wait.len() >= self.cfg.max_queued_requests {
@@ -58,19 +65,19 @@ impl PlannerLoop {
         self.settle(deferred(reply, res));
     }
 
-    /// Whether `t` would make more partition directories than are ready, and the pool could
-    /// hold them all: it then asks the provisioner for them.
-    fn needs_dirs(&self, t: &TxnRequest) -> bool {
+    /// Whether `t` would make more partition directories than are ready, by more than
+    /// `slack`, and the pool could hold them all: it then asks the provisioner for them.
+    fn needs_dirs(&self, t: &TxnRequest, slack: usize) -> bool {
         let Some(prov) = self.p.state.storage.provisioner.as_deref() else { return false };
-        let ready = prov.dirs_ready();
-        // Counting stops past what is ready: the common transaction costs a lookup or two.
+        let enough = prov.dirs_ready().saturating_add(slack);
+        // Counting stops past what is enough: the common transaction costs a lookup or two.
         let need = t
             .pushes
             .iter()
             .filter(|g| self.p.state.needs_directory(&g.queue, &g.partition))
-            .take(ready.saturating_add(1))
+            .take(enough.saturating_add(1))
             .count();
-        if need <= ready {
+        if need <= enough {
             return false;
         }
         let need = t.pushes.iter().filter(|g| self.p.state.needs_directory(&g.queue, &g.partition)).count();
@@ -88,7 +95,7 @@ impl PlannerLoop {
         while i < self.txn_wait.len() {
             let (since, t, _) = &self.txn_wait[i];
             let waited = since.elapsed();
-            if !all && self.needs_dirs(t) {
+            if !all && self.needs_dirs(t, 0) {
                 if waited < WAIT_MAX {
                     i += 1;
                     continue;
