@@ -269,3 +269,19 @@ async fn a_transaction_whose_directories_never_come_is_refused_and_writes_nothin
     assert_eq!((st, &v["success"]), (200, &json!(true)), "{v}");
     assert_eq!(api.metric("baton_planner_transactions_waited_total").await, 1.0, "the narrow one did not wait");
 }
+
+/// The largest value of `--spare-partition-dirs` is refused at start with the reason: the
+/// pool's queue is allocated whole, and `u64::MAX` made the process panic at start.
+#[test]
+fn a_spare_directory_pool_past_its_bound_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["serve", "--http-addr", "127.0.0.1:0", "--kafka-addr", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .args(["--spare-partition-dirs", "18446744073709551615"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--spare-partition-dirs") && !err.contains("panicked"), "{err}");
+}

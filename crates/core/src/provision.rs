@@ -51,6 +51,10 @@ pub fn is_spare_name(name: &str) -> bool {
 /// one HTTP or Kafka transaction may write to 1,000 partitions.
 pub const DEFAULT_SPARE_DIRS: usize = 1024;
 
+/// The most `--spare-partition-dirs` may ask for: the pool's queue is allocated whole at
+/// start, so `u64::MAX` aborted the process before this bound.
+pub const MAX_SPARE_DIRS: usize = 1_000_000;
+
 /// Spare partition directories the pool starts by wanting (or what was adopted, if more).
 const DIRS_FIRST: usize = 16;
 

@@ -374,6 +374,13 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         None => a.max_open_files,
     };
     cfg.index_cache_bytes = a.index_cache_mb.max(1) << 20;
+    if a.spare_partition_dirs > baton_core::provision::MAX_SPARE_DIRS {
+        return Err(format!(
+            "--spare-partition-dirs ({}) must be at most {}",
+            a.spare_partition_dirs,
+            baton_core::provision::MAX_SPARE_DIRS
+        ));
+    }
     cfg.spare_partition_dirs = a.spare_partition_dirs;
     cfg.compaction_max_keys = a.compaction_max_keys;
     cfg.limits = baton_core::limits::Limits {
