@@ -69,18 +69,11 @@ impl PlannerLoop {
     /// `slack`, and the pool could hold them all: it then asks the provisioner for them.
     fn needs_dirs(&self, t: &TxnRequest, slack: usize) -> bool {
         let Some(prov) = self.p.state.storage.provisioner.as_deref() else { return false };
-        let enough = prov.dirs_ready().saturating_add(slack);
-        // Counting stops past what is enough: the common transaction costs a lookup or two.
-        let need = t
-            .pushes
-            .iter()
-            .filter(|g| self.p.state.needs_directory(&g.queue, &g.partition))
-            .take(enough.saturating_add(1))
-            .count();
-        if need <= enough {
+        // At most --max-transaction-partitions groups, a lookup or two each.
+        let need = t.pushes.iter().filter(|g| self.p.state.needs_directory(&g.queue, &g.partition)).count();
+        if need <= prov.dirs_ready().saturating_add(slack) {
             return false;
         }
-        let need = t.pushes.iter().filter(|g| self.p.state.needs_directory(&g.queue, &g.partition)).count();
         if need > prov.dirs_max() {
             return false;
         }
