@@ -9,6 +9,7 @@ use crate::entry::Effect;
 use crate::ktxn::{MARKER_TXID, MAX_TXN_TIMEOUT_MS, TXN_ID_EXPIRATION};
 use crate::model::*;
 use crate::plan::{Planned, Planner};
+use crate::provision::{DIRS_SLACK, DIRS_WAIT_MAX};
 
 /// Groups one transaction may commit offsets for.
 pub const MAX_TXN_GROUPS: usize = 1000;
@@ -354,13 +355,22 @@ impl Planner {
 
     fn txn_expire(&mut self) -> Planned<TxnReply> {
         let now = self.now();
+        // A transaction whose abort would make more new partitions' directories than are
+        // ready waits for them (D81, as an EndTxn does in runner/txn_wait.rs), up to
+        // DIRS_WAIT_MAX past its timeout; then it is aborted even so.
+        let prov = self.state.storage.provisioner.as_deref();
         let due: Vec<(String, i16)> = self
             .state
             .ktxn
             .ids
             .iter()
-            .filter(|(_, t)| t.open_since.is_some_and(|s| s.saturating_add(t.timeout_ms.max(0) as u64 * 1000) <= now))
-            .map(|(k, t)| (k.clone(), t.epoch))
+            .filter_map(|(k, t)| Some((k, t, t.open_since?.saturating_add(t.timeout_ms.max(0) as u64 * 1000))))
+            .filter(|(k, _, due_at)| {
+                *due_at <= now
+                    && !(now.saturating_sub(*due_at) < DIRS_WAIT_MAX.as_micros() as u64
+                        && prov.is_some_and(|p| p.short_of(self.state.txn_new_directories(k), DIRS_SLACK)))
+            })
+            .map(|(k, t, _)| (k.clone(), t.epoch))
             .collect();
         let idle: Vec<String> = self
             .state

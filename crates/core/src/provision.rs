@@ -28,6 +28,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Work short of at most this many spare directories makes them itself rather than wait:
+/// a few tens of ms at most, about one push step (D80), so a workload that makes a
+/// partition or two per transaction faster than the provisioner refills keeps its latency.
+pub(crate) const DIRS_SLACK: usize = 16;
+
+/// Longest work waits for spare directories (D81): a waiting transaction is then refused,
+/// and a transaction's expiry goes ahead and makes its files on the planner.
+pub(crate) const DIRS_WAIT_MAX: Duration = Duration::from_secs(10);
+
 /// Files kept ready at most: a burst of a third this many new partitions (three files each,
 /// D29) costs the planner nothing.
 pub const POOL: usize = 128;
@@ -157,6 +166,17 @@ impl Provisioner {
     pub fn want_dirs(&self, n: usize) {
         self.dir_target.fetch_max(n.min(self.dir_max), Ordering::Relaxed);
         let _ = self.jobs.send(Job::Refill);
+    }
+
+    /// Whether work that would make `need` new partition directories should wait for the
+    /// pool (D81): more are needed than are ready, by more than `slack`, and the pool may
+    /// hold them all. When it should, the pool is asked for them.
+    pub fn short_of(&self, need: usize, slack: usize) -> bool {
+        if need <= self.dirs_ready().saturating_add(slack) || need > self.dir_max {
+            return false;
+        }
+        self.want_dirs(need);
+        true
     }
 
     /// A taken spare directory the caller could not use (its rename failed): deleted on this thread.

@@ -487,7 +487,7 @@ impl PlannerLoop {
                 let res = self.p.step(|p| p.delete_queue(&q));
                 self.settle(deferred(reply, res));
             }
-            Cmd::Txn(t, reply) => self.txn_cmd(t, reply),
+            c @ (Cmd::Txn(..) | Cmd::KafkaTxn(..)) => self.txn_cmd(c),
             Cmd::Produce(r, reply) => self.produce_cmd(r, reply),
             Cmd::CreateTopic(t, n, configs, reply) => {
                 let res = self.p.step(|p| {
@@ -513,10 +513,6 @@ impl PlannerLoop {
             }
             Cmd::DeleteOffsets(g, t, parts, reply) => {
                 let res = reserved(&g).map(|_| self.p.delete_offsets(&g, &t, &parts));
-                self.settle(deferred(reply, res));
-            }
-            Cmd::KafkaTxn(op, reply) => {
-                let res = self.p.step(|p| p.kafka_txn(op));
                 self.settle(deferred(reply, res));
             }
             Cmd::Commit(g, t, offs, reply) => {

@@ -245,9 +245,6 @@ impl State {
         q.part_by_name.get(name).and_then(|p| self.parts.get(p))
     }
 
-    /// Whether an append to `queue`/`part` at `ts` would make a new segment's files: its
-    /// first write (or a partition not made yet) or a roll. The planner's costliest step
-    /// for one partition (0.15-2.5 ms here), so its share of a planner pass is bounded (D80).
     /// Whether a write to (queue, part) would make the partition's directory: it does not
     /// exist yet, or has never been written (D81: such writes take spare directories).
     pub fn needs_directory(&self, queue: &str, part: &str) -> bool {
@@ -257,6 +254,20 @@ impl State {
         }
     }
 
+    /// Partitions of `tid`'s open Kafka transaction that have never been written: its end
+    /// (commit, abort, or a fence by a new producer) writes a marker into each, which makes
+    /// their directories (D81).
+    pub fn txn_new_directories(&self, tid: &str) -> usize {
+        let Some(t) = self.ktxn.ids.get(tid).filter(|t| t.open_since.is_some()) else { return 0 };
+        t.parts
+            .iter()
+            .filter(|id| self.parts.get(id).is_some_and(|p| p.files.as_ref().is_some_and(|f| f.is_new())))
+            .count()
+    }
+
+    /// Whether an append to `queue`/`part` at `ts` would make a new segment's files: its
+    /// first write (or a partition not made yet) or a roll. The planner's costliest step
+    /// for one partition (0.15-2.5 ms here), so its share of a planner pass is bounded (D80).
     pub fn needs_new_segment(&self, queue: &str, part: &str, ts: Micros) -> bool {
         match self.partition(queue, part) {
             None => true,

@@ -53,9 +53,17 @@ async fn run(ctx: &Ctx, op: TxnOp, fenced_known: bool) -> Result<TxnReply, (i16,
 }
 
 fn core_code(e: &CoreError) -> (i16, Option<String>) {
-    // A cluster member that lost the lead mid-request: the client finds the coordinator again.
-    let c = code_of(e);
-    (if c == NOT_LEADER_OR_FOLLOWER { NOT_COORDINATOR } else { c }, Some(e.to_string()))
+    let c = match code_of(e) {
+        // A cluster member that lost the lead mid-request: the client finds the coordinator again.
+        NOT_LEADER_OR_FOLLOWER => NOT_COORDINATOR,
+        // A bound of the engine (the planner's queue full, or an end that waited too long for
+        // its partitions' directories, D81): nothing was written. Every transactional client
+        // retries this code on each of these APIs; THROTTLING_QUOTA_EXCEEDED, the code of an
+        // overloaded produce, is fatal to a Java producer's EndTxn.
+        c if c == E::ThrottlingQuotaExceeded.code() => E::CoordinatorLoadInProgress.code(),
+        c => c,
+    };
+    (c, Some(e.to_string()))
 }
 
 fn tid_of(t: &TransactionalId) -> String {
