@@ -260,6 +260,9 @@ async fn a_transaction_whose_directories_never_come_is_refused_and_writes_nothin
     let (st, _) = api.get("/api/v1/resources/queues/tx").await;
     assert_eq!(st, 404, "the refused transaction made nothing");
     assert_eq!(api.metric("baton_planner_transactions_waited_total").await, 1.0);
+    // It was counted again only when its wait was over, not on each of the planner's
+    // passes (every 5 ms): many waiting transactions cost a comparison each per pass (D82).
+    assert_eq!(api.metric("baton_planner_transaction_wait_recounts_total").await, 1.0);
     // Everything else still works meanwhile: a push to a new partition makes its files itself,
     // and so does a transaction short of no more directories than are worth a wait (16:
     // 20 new partitions, 15 spares left, all of them unusable now).

@@ -114,8 +114,10 @@ pub struct Counters {
     pub push_continuations: AtomicU64,
     /// Kafka produces that waited for a later planner pass to make their files (D80).
     pub produces_deferred: AtomicU64,
-    /// HTTP transactions that waited for spare partition directories (D81).
+    /// Transactions that waited for spare partition directories (D81, D82).
     pub txns_waited: AtomicU64,
+    /// Recounts of a waiting transaction's new partitions (D82).
+    pub txn_wait_recounts: AtomicU64,
 }
 
 pub struct Shared {

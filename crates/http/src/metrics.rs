@@ -257,8 +257,14 @@ async fn text(app: &App) -> String {
     counter(
         &mut out,
         "baton_planner_transactions_waited_total",
-        "HTTP transactions that waited for the provisioner to make spare directories for their new partitions before they were planned (D81).",
+        "Transactions (HTTP, and a Kafka EndTxn or fencing InitProducerId) that waited for the provisioner to make spare directories for their new partitions before they were planned (D81, D82).",
         c.txns_waited.load(Relaxed),
+    );
+    counter(
+        &mut out,
+        "baton_planner_transaction_wait_recounts_total",
+        "Times a waiting transaction's new partitions were counted again: only once as many spare directories are ready as it needed, or when its wait is over (D82).",
+        c.txn_wait_recounts.load(Relaxed),
     );
     thread_cpu(&mut out);
     let w = app.engine.wal_stats();

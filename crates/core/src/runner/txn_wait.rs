@@ -30,13 +30,14 @@ use crate::txn::TxnOutcome;
 pub(super) const POLL: Duration = Duration::from_millis(5);
 
 /// Transactions (`Cmd::Txn`, `Cmd::KafkaTxn`) waiting for spare partition directories,
-/// oldest first.
-pub(super) type TxnWait = std::collections::VecDeque<(Instant, Cmd)>;
+/// oldest first, each with the count it needed when last counted.
+pub(super) type TxnWait = std::collections::VecDeque<(Instant, usize, Cmd)>;
 
 impl PlannerLoop {
     /// A transaction as it arrives (the planner's clock already begun for it).
     pub(super) fn txn_cmd(&mut self, cmd: Cmd) {
-        if !self.short_of_dirs(&cmd, DIRS_SLACK) {
+        let need = self.dirs_needed(&cmd);
+        if !self.short_of_dirs(need, DIRS_SLACK) {
             return self.txn_now(cmd);
         }
         if self.txn_wait.len() >= self.cfg.max_queued_requests {
@@ -46,7 +47,7 @@ impl PlannerLoop {
             return fail_cmd(cmd, e);
         }
         self.shared.counters.txns_waited.fetch_add(1, Ordering::Relaxed);
-        self.txn_wait.push_back((Instant::now(), cmd));
+        self.txn_wait.push_back((Instant::now(), need, cmd));
     }
 
     fn txn_now(&mut self, cmd: Cmd) {
@@ -66,34 +67,47 @@ impl PlannerLoop {
         }
     }
 
-    /// Whether `cmd` would make more partition directories than are ready, by more than
-    /// `slack`, and the pool could hold them all: it then asks the provisioner for them.
-    fn short_of_dirs(&self, cmd: &Cmd, slack: usize) -> bool {
-        let Some(prov) = self.p.state.storage.provisioner.as_deref() else { return false };
+    /// The partition directories `cmd` would make: a lookup or two for each partition it
+    /// names (at most `--max-transaction-partitions` or `--kafka-max-transaction-partitions`).
+    fn dirs_needed(&self, cmd: &Cmd) -> usize {
         let state = &self.p.state;
-        let need = match cmd {
-            // At most --max-transaction-partitions groups, a lookup or two each.
+        match cmd {
             Cmd::Txn(t, _) => t.pushes.iter().filter(|g| state.needs_directory(&g.queue, &g.partition)).count(),
-            // At most --kafka-max-transaction-partitions partitions.
             Cmd::KafkaTxn(TxnOp::End { tid, .. } | TxnOp::Init { tid, .. }, _) => state.txn_new_directories(tid),
             _ => 0,
-        };
-        prov.short_of(need, slack)
+        }
+    }
+
+    /// Whether work making `need` partition directories should wait: see
+    /// [`crate::provision::Provisioner::short_of`] (which asks the pool for them).
+    fn short_of_dirs(&self, need: usize, slack: usize) -> bool {
+        self.p.state.storage.provisioner.as_deref().is_some_and(|p| p.short_of(need, slack))
     }
 
     /// Plans the waiting transactions whose directories are ready, and refuses those that
-    /// waited [`DIRS_WAIT_MAX`]; plans every one of them when `all` (shutting down).
+    /// waited [`DIRS_WAIT_MAX`]; plans every one of them when `all` (shutting down). A
+    /// waiting transaction is counted again only once as many directories are ready as it
+    /// last needed (or its wait is over): a pass over many waiting costs a comparison each,
+    /// not a lookup per partition nor a message to the provisioner.
     pub(super) fn run_waiting_txns(&mut self, all: bool) {
+        let ready = self.p.state.storage.provisioner.as_deref().map_or(usize::MAX, |p| p.dirs_ready());
         let mut i = 0;
         while i < self.txn_wait.len() {
-            let (since, cmd) = &self.txn_wait[i];
+            let (since, need, cmd) = &self.txn_wait[i];
             let waited = since.elapsed();
-            if !all && self.short_of_dirs(cmd, 0) {
+            if !all && *need > ready && waited < DIRS_WAIT_MAX {
+                i += 1;
+                continue;
+            }
+            let need = self.dirs_needed(cmd);
+            self.shared.counters.txn_wait_recounts.fetch_add(1, Ordering::Relaxed);
+            if !all && self.short_of_dirs(need, 0) {
                 if waited < DIRS_WAIT_MAX {
+                    self.txn_wait[i].1 = need;
                     i += 1;
                     continue;
                 }
-                let (_, cmd) = self.txn_wait.remove(i).expect("index in range");
+                let (_, _, cmd) = self.txn_wait.remove(i).expect("index in range");
                 let e = self.overloaded(format!(
                     "the transaction waited {} s for its new partitions' directories; nothing was written, retry",
                     waited.as_secs()
@@ -101,7 +115,7 @@ impl PlannerLoop {
                 fail_cmd(cmd, e);
                 continue;
             }
-            let (_, cmd) = self.txn_wait.remove(i).expect("index in range");
+            let (_, _, cmd) = self.txn_wait.remove(i).expect("index in range");
             if let Some(cmd) = self.recheck(cmd) {
                 self.txn_now(cmd);
             }
