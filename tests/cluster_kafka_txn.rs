@@ -80,3 +80,70 @@ fn a_transaction_open_when_its_leader_dies_commits_on_the_next_leader() {
         assert!(f == &files[0], "member {} holds other partition files than member 1", i + 1);
     }
 }
+
+/// D82 on a cluster: an EndTxn waiting on its leader for its partitions' directories while
+/// that leader loses its term is never answered 0 unless the commit is on the cluster. The
+/// same EndTxn sent to the new leader commits the transaction, still open there, and every
+/// partition holds exactly one marker.
+#[test]
+fn an_end_waiting_for_directories_on_a_leader_that_loses_its_term_commits_once() {
+    let cluster = Cluster::start(&[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+    let l = rt.block_on(leader(&c, &cluster, Duration::from_secs(20)));
+    rt.block_on(wait_known(&c, &cluster, l));
+    let mut k = Kafka::connect(cluster.members[l].kafka);
+    k.create_topic("dw", 400);
+    let i = init(&mut k, "tx-dw", 120_000);
+    assert_eq!(i.error_code, 0, "{i:?}");
+    let pid = i.producer_id.0;
+    let all: Vec<i32> = (0..400).collect();
+    assert_eq!(Txn { k: &mut k, tid: "tx-dw", pid, epoch: 0 }.add("dw", &all), 0);
+    let kport = cluster.members[l].kafka;
+    let end = std::thread::spawn(move || {
+        let mut k = Kafka::connect(kport);
+        Txn { k: &mut k, tid: "tx-dw", pid, epoch: 0 }.end(true)
+    });
+    let metrics = cluster.members[l].url("/metrics/prometheus");
+    let waited = || -> f64 {
+        let text = rt.block_on(async { c.get(&metrics).send().await.ok()?.text().await.ok() }).unwrap_or_default();
+        text.lines()
+            .find_map(|l| l.strip_prefix("baton_planner_transactions_waited_total ")?.trim().parse().ok())
+            .unwrap_or(0.0)
+    };
+    let t0 = std::time::Instant::now();
+    while waited() < 1.0 {
+        assert!(!end.is_finished(), "the end over 400 new partitions did not wait");
+        assert!(t0.elapsed() < Duration::from_secs(30), "the end never waited");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    cluster.pause(l);
+    let l2 = rt.block_on(leader(&c, &cluster, Duration::from_secs(20)));
+    assert_ne!(l2, l);
+    cluster.resume(l);
+    // No answer (the connection closed) counts as not committed by this leader.
+    let first = end.join().unwrap_or(-1);
+    // A member that no longer leads answers a waiting end at once, so the client finds the
+    // new coordinator; before, it held the end to the whole 10 s wait and refused it
+    // COORDINATOR_LOAD_IN_PROGRESS.
+    assert_ne!(first, 14, "the old leader held the end to its whole wait");
+    let mut k2 = Kafka::connect(cluster.members[l2].kafka);
+    let mut again = -1;
+    for _ in 0..100 {
+        again = Txn { k: &mut k2, tid: "tx-dw", pid, epoch: 0 }.end(true);
+        // The new leader may still be catching up or waiting for its own directories.
+        if again != NOT_COORDINATOR && again != 14 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(again, 0, "the new leader commits (or, if the old one committed, answers the retry as it was)");
+    for p in [0, 199, 399] {
+        assert_eq!(
+            k2.list_offset("dw", p, -1).offset,
+            1,
+            "partition {p}: exactly one marker (the old leader answered {first})"
+        );
+    }
+    eprintln!("the old leader answered {first}");
+}

@@ -9,6 +9,8 @@
 //! it is planned as a new command would be (not leading, storage failed), exactly once.
 //! One short by only a few ([`DIRS_SLACK`]) does not wait: it makes those itself.
 //!
+//! A member that stops leading answers its waiting transactions `not_leader` at once.
+//!
 //! Bounds: waiting transactions count against `max_queued_requests` (past it `overloaded`),
 //! and none waits longer than [`DIRS_WAIT_MAX`] (a full disk, or more wide transactions
 //! than the filesystem makes directories for): it is then refused `overloaded`, nothing
@@ -90,6 +92,14 @@ impl PlannerLoop {
     /// last needed (or its wait is over): a pass over many waiting costs a comparison each,
     /// not a lookup per partition nor a message to the provisioner.
     pub(super) fn run_waiting_txns(&mut self, all: bool) {
+        // A member that stopped leading answers them at once (`not_leader`: the client goes
+        // to the new leader) rather than after their wait: none of them was planned.
+        if !self.txn_wait.is_empty() && !self.shared.writable.load(Ordering::Acquire) {
+            for (_, _, cmd) in std::mem::take(&mut self.txn_wait) {
+                self.follow_cmd(cmd);
+            }
+            return;
+        }
         let ready = self.p.state.storage.provisioner.as_deref().map_or(usize::MAX, |p| p.dirs_ready());
         let mut i = 0;
         while i < self.txn_wait.len() {
