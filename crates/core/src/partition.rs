@@ -161,6 +161,11 @@ impl Clone for Partition {
 }
 
 impl Partition {
+    /// Whether its first write makes its directory: it has files but none yet (D81).
+    pub fn never_written(&self) -> bool {
+        self.files.as_ref().is_some_and(|f| f.is_new())
+    }
+
     pub fn new(meta: PartMeta, files: Option<PartitionFiles>) -> Partition {
         Partition {
             meta: Arc::new(meta),

@@ -250,7 +250,7 @@ impl State {
     pub fn needs_directory(&self, queue: &str, part: &str) -> bool {
         match self.partition(queue, part) {
             None => true,
-            Some(p) => p.files.as_ref().is_some_and(|f| f.is_new()),
+            Some(p) => p.never_written(),
         }
     }
 
@@ -259,10 +259,7 @@ impl State {
     /// their directories (D81).
     pub fn txn_new_directories(&self, tid: &str) -> usize {
         let Some(t) = self.ktxn.ids.get(tid).filter(|t| t.open_since.is_some()) else { return 0 };
-        t.parts
-            .iter()
-            .filter(|id| self.parts.get(id).is_some_and(|p| p.files.as_ref().is_some_and(|f| f.is_new())))
-            .count()
+        t.parts.iter().filter(|id| self.parts.get(id).is_some_and(|p| p.never_written())).count()
     }
 
     /// Whether an append to `queue`/`part` at `ts` would make a new segment's files: its
