@@ -288,3 +288,45 @@ fn a_spare_directory_pool_past_its_bound_is_refused_at_start() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("--spare-partition-dirs") && !err.contains("panicked"), "{err}");
 }
+
+/// Transactions waiting for directories are bounded by `--max-queued-requests`: past it one
+/// is refused `overloaded` at once (nothing written), not queued to wait as well. Here the
+/// provisioner cannot make directories, the bound is 2 and three wide transactions arrive:
+/// two wait their 10 s, the third is refused at once.
+#[tokio::test]
+async fn transactions_waiting_for_directories_past_the_queue_bound_are_refused_at_once() {
+    let api = Api::with(&["--max-queued-requests", "2"]);
+    wait_spare_dirs(&api, 16).await;
+    let spares = api.s.dir.join("partitions/.spare-parts");
+    std::fs::rename(&spares, api.s.dir.join("spare-parts-moved")).unwrap();
+    std::fs::write(&spares, b"not a directory").unwrap();
+    let mut sent = Vec::new();
+    for i in 0..3 {
+        let url = api.s.url("/api/v1/transaction");
+        let body = wide_transaction_body(i * 100, i * 100 + 100);
+        sent.push(tokio::spawn(async move {
+            let t0 = std::time::Instant::now();
+            let r = client().post(url).json(&body).send().await;
+            let (st, v) = common::api::read(r.unwrap()).await;
+            (st, v, t0.elapsed())
+        }));
+    }
+    let mut at_once = 0;
+    let mut after_wait = 0;
+    for s in sent {
+        let (st, v, took) = s.await.unwrap();
+        assert_eq!((st, v["code"].as_str()), (429, Some("overloaded")), "{v}");
+        let why = v["error"].as_str().unwrap();
+        if why.contains("too many transactions are waiting") {
+            at_once += 1;
+            assert!(took < Duration::from_secs(9), "refused at the bound after {took:?}");
+        } else {
+            assert!(why.contains("nothing was written"), "{v}");
+            after_wait += 1;
+        }
+    }
+    assert_eq!((at_once, after_wait), (1, 2), "two wait, the third is refused at once");
+    assert_eq!(api.metric("baton_planner_transactions_waited_total").await, 2.0);
+    let (st, _) = api.get("/api/v1/resources/queues/tx").await;
+    assert_eq!(st, 404, "the refused transactions made nothing");
+}
