@@ -138,7 +138,7 @@ pub(crate) struct PlannerLoop {
     continued: std::collections::VecDeque<push_steps::PushRest>,
     /// Kafka produces waiting for a pass with planner time left for new files (D80).
     waiting: produce_steps::Waiting,
-    /// HTTP transactions waiting for spare partition directories (D81).
+    /// Transactions (HTTP, and Kafka ends) waiting for spare partition directories (D81, D82).
     txn_wait: txn_wait::TxnWait,
 }
 
