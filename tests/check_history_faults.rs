@@ -323,6 +323,7 @@ fn a_restart_with_the_wall_clock_an_hour_off_keeps_leases_and_dedup_on_real_time
         out.to_str().unwrap(),
         "--json",
     ]);
+    assert!(out.exists(), "the recorder wrote no history (exit {}):\n{}\n{}", r.code, r.stdout, r.stderr);
     let h = lines(&out);
     let windows = h.iter().filter(|l| l["type"] == "nemesis" && l["fault"] == "clock-restart" && l["phase"] == "end");
     let shifted: Vec<u64> = windows.map(|l| l["wall_clock_reads_shifted"].as_u64().unwrap_or(0)).collect();

@@ -486,6 +486,32 @@ async fn metrics_expose_counters_fsync_latency_and_depth() {
     assert!(!api.metrics().await.contains("nowhere"), "unmatched paths make no series");
 }
 
+/// D84: on an idle server the planner writes and syncs a push's frame itself. The count of
+/// such batches is what shows it; without D84 it stays 0. Every push is still synced
+/// (fdatasync count) and readable after.
+#[tokio::test]
+async fn pushes_to_an_idle_server_are_synced_by_the_planner_itself() {
+    let api = Api::start();
+    api.push_n("idle", "Default", "warm", 0..1).await;
+    let (here, batches, syncs) = (
+        api.metric("baton_wal_batches_by_submitter_total").await,
+        api.metric("baton_wal_batches_total").await,
+        api.metric("baton_wal_fdatasync_seconds_count").await,
+    );
+    for i in 0..5 {
+        api.push_n("idle", "Default", "one", i..i + 1).await;
+    }
+    let here = api.metric("baton_wal_batches_by_submitter_total").await - here;
+    let batches = api.metric("baton_wal_batches_total").await - batches;
+    let syncs = api.metric("baton_wal_fdatasync_seconds_count").await - syncs;
+    assert!(batches >= 5.0 && syncs >= 5.0, "one sync per push at least: {batches} batches, {syncs} syncs");
+    // Five pushes one after another find the planner with nothing else to do; allow a
+    // coinciding tick to send one or two through the WAL thread.
+    assert!(here >= 3.0, "only {here} of {batches} batches were written by the planner");
+    let (st, v) = api.pop("idle", "batch=10").await;
+    assert_eq!((st, v["messages"].as_array().map(Vec::len)), (200, Some(6)), "{v}");
+}
+
 #[tokio::test]
 async fn resources_and_consumer_group_routes_answer_sensible_json() {
     let api = Api::start();

@@ -7,8 +7,9 @@
 //! request that changed nothing still waits for every frame planned before it,
 //! because what it saw (a duplicate, say) may rest on those. Must never answer
 //! success from a failed or latched WAL or appender: those answers are 503
-//! with the reason. Never blocks on disk itself: the WAL writer, the appender
-//! and the checkpoint thread do.
+//! with the reason. Never blocks on disk while it has anything else to plan:
+//! the WAL writer, the appender and the checkpoint thread do. With nothing
+//! else to plan it may write and sync its frame itself (D84).
 //!
 //! The log numbers frames (`baton_log::Log`), never the planner. A frame is
 //! bounded by `Limits::max_frame_bytes` (plus the one entry that crossed it),
@@ -239,7 +240,9 @@ impl PlannerLoop {
             if self.hold_frame(stop.is_some()) {
                 continue;
             }
-            self.flush();
+            // Nothing else to plan: the log may write this frame on this thread (D84).
+            let idle = stop.is_none() && rx.is_empty() && self.continued.is_empty() && self.waiting.is_empty();
+            self.flush(idle);
             if let Some(done) = stop {
                 self.log.shutdown();
                 if let Err(e) = self.checkpoint(true) {
@@ -287,7 +290,9 @@ impl PlannerLoop {
     }
 
     /// Hand the planned entries to the WAL as one frame; park answers that need no entry.
-    fn flush(&mut self) {
+    /// `idle`: nothing else waits to be planned, so the log may make the frame durable on
+    /// this thread before it returns, saving the hand-off to its writer (D84).
+    fn flush(&mut self, idle: bool) {
         self.holding = None;
         let parked = std::mem::take(&mut self.parked);
         if !self.frame_entries.is_empty() {
@@ -322,7 +327,10 @@ impl PlannerLoop {
                 epoch: self.shared.epoch.load(Ordering::Acquire),
             };
             self.shared.counters.entries.fetch_add(frame.entries.len() as u64, Ordering::Relaxed);
-            self.submitted = self.log.append(Box::new(frame));
+            self.submitted = match idle {
+                true => self.log.append_idle(Box::new(frame)),
+                false => self.log.append(Box::new(frame)),
+            };
             self.p.state.applied_index = self.submitted;
         }
         if parked.is_empty() {
@@ -369,7 +377,7 @@ impl PlannerLoop {
                 self.frame_entries.push(e);
                 self.frame_replies.push(reply);
                 if self.frame_bytes >= self.p.limits.max_frame_bytes {
-                    self.flush();
+                    self.flush(false);
                 }
             }
             Ok(None) => self.parked.push(reply),

@@ -274,6 +274,12 @@ async fn text(app: &App) -> String {
         "Group commits (one write and one fdatasync each).",
         w.batches.load(Relaxed),
     );
+    counter(
+        &mut out,
+        "baton_wal_batches_by_submitter_total",
+        "Of the group commits, those written and synced by the thread that submitted them while the WAL thread was idle (D84).",
+        w.batches_here.load(Relaxed),
+    );
     counter(&mut out, "baton_wal_bytes_total", "Bytes written to the WAL.", w.bytes.load(Relaxed));
     counter(
         &mut out,

@@ -98,8 +98,9 @@ impl WalError {
 ///
 /// `complete` is called exactly once: after the batch holding the item has been written AND
 /// fdatasync'd (`Ok(index)`), or with the error that prevented that. It runs on the writer
-/// thread (or on the submitter's thread when the log is already failed or closed), so it
-/// should only hand the result off (e.g. send on a channel), never block.
+/// thread, or on the submitter's thread (when the log is already failed or closed, or when
+/// the submitter wrote its own item, D84), so it should only hand the result off (e.g. send
+/// on a channel), never block, and never wait for another item's completion.
 pub trait WalItem: Send + 'static {
     fn encode(&self, buf: &mut Vec<u8>);
     fn complete(self: Box<Self>, result: Result<u64, WalError>);
@@ -117,6 +118,12 @@ pub trait Log: Send + Sync {
     /// Hands one frame to the log and returns the index it will carry. `item.complete` is
     /// called exactly once, with that index or with the error that kept it from being durable.
     fn append(&self, item: Box<dyn WalItem>) -> u64;
+    /// [`Self::append`] from a caller with nothing else to do until the frame is durable: a
+    /// log whose writer is idle may make the frame durable, and complete it, on the caller's
+    /// thread before returning (D84). Otherwise, and by default, the same as `append`.
+    fn append_idle(&self, item: Box<dyn WalItem>) -> u64 {
+        self.append(item)
+    }
     /// Entries below `index` are covered by a checkpoint and may be dropped.
     fn truncate_before(&self, index: u64);
     /// `Some(reason)` once the log is latched failed.

@@ -17,6 +17,9 @@ pub(crate) const BATCH_ENTRIES_BOUNDS: &[f64] =
 pub struct WalStats {
     /// Group commits that were written and synced.
     pub batches: AtomicU64,
+    /// Of `batches`, those written and synced on the submitter's thread, the writer thread
+    /// being idle (D84).
+    pub batches_here: AtomicU64,
     /// Entries made durable.
     pub entries: AtomicU64,
     /// Bytes made durable (frame headers included).
@@ -38,6 +41,7 @@ impl WalStats {
     pub fn new() -> Self {
         WalStats {
             batches: AtomicU64::new(0),
+            batches_here: AtomicU64::new(0),
             entries: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             sync_seconds: Histogram::new(SYNC_SECONDS_BOUNDS),

@@ -19,7 +19,7 @@ impl PlannerLoop {
     /// its own thread unless `sync_now` (shutdown); either way the snapshot is
     /// only written once its frame is durable.
     pub(super) fn checkpoint(&mut self, sync_now: bool) -> Result<(), CheckpointError> {
-        self.flush();
+        self.flush(false);
         self.last_checkpoint = Instant::now();
         if self.p.state.applied_index == self.checkpointed_index && !self.p.state.compaction_unsaved {
             return Ok(());

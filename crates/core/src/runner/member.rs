@@ -163,7 +163,7 @@ impl PlannerLoop {
         self.shared.writable.store(false, Ordering::Release);
         // Whatever was planned goes to the log now (it commits or fails there); nothing of it
         // is answered from this state again.
-        self.flush();
+        self.flush(false);
         self.shared.epoch.fetch_add(1, Ordering::AcqRel);
         let unknown = || CoreError::outcome_unknown("leadership was lost: the outcome of this request is unknown");
         let waiting: Vec<_> = self.shared.durable.lock().1.drain(..).map(|(_, r)| r).collect();
