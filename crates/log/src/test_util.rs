@@ -45,6 +45,12 @@ impl WalItem for GateItem {
     }
 }
 
+/// A gate item and what opens it.
+pub(crate) fn gate(done: &Sender<Done>) -> (Sender<()>, Box<GateItem>) {
+    let (open_tx, open_rx) = crossbeam_channel::bounded(1);
+    (open_tx, Box::new(GateItem { open: open_rx, done: done.clone() }))
+}
+
 pub(crate) fn cfg(dir: &Path, segment_bytes: u64) -> WalConfig {
     WalConfig { dir: dir.to_path_buf(), segment_bytes, preallocate: false, recycle: 0, truncate_damaged_tail: false }
 }

@@ -12,12 +12,6 @@ use crate::test_util::*;
 use crate::RecoveryInfo;
 use std::time::Duration;
 
-fn gate(done: &Sender<Done>) -> (Sender<()>, Box<GateItem>) {
-    let (open_tx, open_rx) = crossbeam_channel::bounded(1);
-    let item = Box::new(GateItem { open: open_rx, done: done.clone() });
-    (open_tx, item)
-}
-
 #[test]
 fn writer_handle_is_send_and_sync() {
     fn check<T: Send + Sync>() {}

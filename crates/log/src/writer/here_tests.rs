@@ -9,11 +9,6 @@ use std::thread;
 use super::*;
 use crate::test_util::*;
 
-fn gate(done: &Sender<Done>) -> (Sender<()>, Box<GateItem>) {
-    let (open_tx, open_rx) = crossbeam_channel::bounded(1);
-    (open_tx, Box::new(GateItem { open: open_rx, done: done.clone() }))
-}
-
 #[test]
 fn an_item_given_to_an_idle_writer_is_durable_and_answered_before_the_call_returns() {
     let dir = tempfile::tempdir().unwrap();
