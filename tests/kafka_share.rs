@@ -292,3 +292,76 @@ fn a_restart_loses_sessions_and_members_but_not_the_leases_they_held() {
     let got = acquired(&r, t, 0);
     assert_eq!(got.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>(), vec![(0, 2), (1, 2), (2, 2)], "{r:?}");
 }
+
+fn dc(r: &ShareFetchResponse, t: Uuid) -> Vec<(i64, i16)> {
+    acquired(r, t, 0).iter().map(|x| (x.0, x.1)).collect()
+}
+
+fn ack_code(r: &ShareAcknowledgeResponse) -> i16 {
+    assert_eq!(r.error_code, 0, "{r:?}");
+    r.responses[0].partitions[0].error_code
+}
+
+/// D85, found by the Java share consumer in CI: it fetches ahead, so it can hold records
+/// of an acquisition it has not handed to the application yet when it releases one. A
+/// release must end only that record's acquisition, as in Kafka: the rest stay the
+/// member's and can still be accepted.
+#[test]
+fn a_release_gives_back_only_that_record_and_the_rest_stay_acquired() {
+    let (s, port) = Server::start_kafka(&["--kafka-default-partitions", "1"]);
+    let mut k = Kafka::connect(port);
+    let t = topic_id(&mut k, "rl");
+    produce_n(&mut k, "rl", 0, 6, "r");
+    share_from_earliest(&mut k, "rg");
+    heartbeat(&mut k, "rg", "m", 0, Some(&["rl"]));
+    let r = share_fetch(&mut k, "rg", "m", 0, &[(t, 0, vec![])], 1000);
+    assert_eq!(dc(&r, t), (0..6).map(|o| (o, 1)).collect::<Vec<_>>());
+    // The application saw 0 and 1 only: it accepts 0 and releases 1.
+    assert_eq!(ack_code(&share_ack(&mut k, "rg", "m", 1, t, 0, vec![(0, 1, vec![ACCEPT, RELEASE])])), 0);
+    // Then it is handed 2..5 from the same acquisition: they are still its own.
+    assert_eq!(ack_code(&share_ack(&mut k, "rg", "m", 2, t, 0, vec![(2, 2, vec![ACCEPT])])), 0);
+    assert_eq!(ack_code(&share_ack(&mut k, "rg", "m", 3, t, 0, vec![(3, 4, vec![RELEASE, REJECT])])), 0);
+    // A released record is no longer the member's to accept.
+    let r = share_ack(&mut k, "rg", "m", 4, t, 0, vec![(1, 1, vec![ACCEPT])]);
+    assert_eq!(ack_code(&r), INVALID_RECORD_STATE);
+    // Nobody else gets the partition while the member holds 5.
+    let (status, _) = http_get(&s, "/api/v1/pop/queue/rl?consumerGroup=rg&batch=10&wait=false");
+    assert_eq!(status, 204);
+    // Accepting the last one gives back both releases, each charged a delivery.
+    let r = share_fetch(&mut k, "rg", "m", 5, &[(t, 0, vec![(5, 5, vec![ACCEPT])])], 1000);
+    assert_eq!(part_codes(&r, 0), (0, 0), "{r:?}");
+    assert_eq!(dc(&r, t), vec![(1, 2), (3, 2)], "{r:?}");
+    let (_, dlq) = http_get(&s, "/api/v1/dlq?queue=rl");
+    let dead: Vec<u64> = dlq["messages"].as_array().unwrap().iter().map(|m| m["offset"].as_u64().unwrap()).collect();
+    assert_eq!(dead, vec![4], "{dlq}");
+}
+
+/// Two releases in the request that settles the rest, and a release still waiting when
+/// the member leaves: each released record is charged once, the open ones go back free.
+#[test]
+fn releases_are_charged_once_each_in_one_request_and_when_the_member_leaves() {
+    let (s, port) = Server::start_kafka(&["--kafka-default-partitions", "1"]);
+    let mut k = Kafka::connect(port);
+    let t = topic_id(&mut k, "rm");
+    produce_n(&mut k, "rm", 0, 4, "r");
+    share_from_earliest(&mut k, "mg");
+    heartbeat(&mut k, "mg", "m", 0, Some(&["rm"]));
+    let r = share_fetch(&mut k, "mg", "m", 0, &[(t, 0, vec![])], 1000);
+    assert_eq!(dc(&r, t).len(), 4);
+    let acks = vec![(0, 3, vec![RELEASE, ACCEPT, RELEASE, ACCEPT])];
+    let r = share_fetch(&mut k, "mg", "m", 1, &[(t, 0, acks)], 1000);
+    assert_eq!(part_codes(&r, 0), (0, 0), "{r:?}");
+    assert_eq!(dc(&r, t), vec![(0, 2), (2, 2)], "{r:?}");
+    // Release 0 again, keep 2, and leave.
+    assert_eq!(ack_code(&share_ack(&mut k, "mg", "m", 2, t, 0, vec![(0, 0, vec![RELEASE])])), 0);
+    assert_eq!(heartbeat(&mut k, "mg", "m", -1, None).error_code, 0);
+    let (status, v) = http_get(&s, "/api/v1/pop/queue/rm?consumerGroup=mg&batch=10&wait=false");
+    assert_eq!(status, 200, "the departed member's lease was not given back");
+    let got: Vec<(u64, u64)> = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["offset"].as_u64().unwrap(), m["deliveryAttempt"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(got, vec![(0, 3), (2, 2)], "released: charged; held open: free; {v}");
+}

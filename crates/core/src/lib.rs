@@ -28,6 +28,7 @@ pub mod options;
 pub mod partition;
 pub mod parts;
 pub mod plan;
+mod plan_ack;
 mod plan_push;
 mod pop_any;
 pub mod provision;
@@ -52,6 +53,8 @@ pub use txn::{TxnAck, TxnItem, TxnOutcome, TxnRequest};
 mod ktxn_tests;
 #[cfg(test)]
 mod kv_tests;
+#[cfg(test)]
+mod plan_ack_tests;
 #[cfg(test)]
 mod plan_i5_tests;
 #[cfg(test)]

@@ -24,7 +24,7 @@ use std::collections::{HashMap, HashSet};
 
 pub struct Planner {
     pub state: State,
-    ts: Micros,
+    pub(crate) ts: Micros,
     effects: Vec<Effect>,
     /// Queues that got new messages in the entries planned since the last take.
     /// Partitions appended to since the last frame, by queue (a queue with none: a lease was
@@ -409,90 +409,6 @@ impl Planner {
                     error: Some("lease expired past retryLimit".into()),
                 })?;
             }
-        }
-        Ok(())
-    }
-
-    /// Settle messages. I4: an ack naming a lease that is not live changes nothing.
-    pub fn ack(&mut self, group: Option<&str>, items: &[AckItem]) -> Vec<Planned<()>> {
-        let group_name = group.unwrap_or(QUEUE_MODE);
-        let Some(&gid) = self.state.group_ids.get(group_name) else {
-            let e = CoreError::not_found("group_not_found", format!("consumer group {group_name} has no leases"));
-            return items.iter().map(|_| Err(e.clone())).collect();
-        };
-        // Settle successes before nacks: a nack releases the lease, and the
-        // successes of the same batch must not be refused because of it.
-        let mut out: Vec<Planned<()>> = vec![Ok(()); items.len()];
-        let nack = |s: AckStatus| matches!(s, AckStatus::Failed | AckStatus::Retry);
-        for pass in [false, true] {
-            for (i, it) in items.iter().enumerate() {
-                if nack(it.status) == pass {
-                    out[i] = self.ack_one(gid, it);
-                }
-            }
-        }
-        out
-    }
-
-    fn ack_one(&mut self, group: GroupId, it: &AckItem) -> Planned<()> {
-        let now = self.ts;
-        let p = self
-            .state
-            .parts
-            .get(&it.part)
-            .ok_or_else(|| CoreError::not_found("partition_not_found", "no partition with that partitionId"))?;
-        let opts = self.state.queues[&p.queue].options.clone();
-        let lease = p.cursors.get(&group).and_then(|c| c.lease.as_ref()).ok_or_else(|| {
-            CoreError::new(ErrorKind::Conflict, "lease_not_live", "no live lease for this group on the partition")
-        })?;
-        // I4: the ack names its lease. One without would settle under whatever lease the
-        // group holds now, a later consumer's included (issue 12 item 8).
-        let Some(named) = it.lease else {
-            return Err(CoreError::new(
-                ErrorKind::Conflict,
-                "lease_required",
-                "an ack names the leaseId its message was delivered with",
-            ));
-        };
-        #[cfg(feature = "mutants")]
-        let (named, now) = if baton_log::mutant::is("ack-unfenced") { (lease.id, 0) } else { (named, now) };
-        if named != lease.id || lease.expires <= now {
-            return Err(CoreError::new(
-                ErrorKind::Conflict,
-                "lease_not_live",
-                "the lease named is expired, released or not this partition's",
-            ));
-        }
-        let pos = match (it.offset, &it.txid) {
-            (Some(o), _) => lease.position(o),
-            (None, Some(t)) => {
-                let h = self.state.txid_hash(t);
-                p.lease_position_of(lease, h)
-            }
-            (None, None) => return Err(CoreError::bad("missing_field", "an ack names a transactionId or an offset")),
-        }
-        .ok_or_else(|| {
-            CoreError::new(ErrorKind::Conflict, "not_leased", "that message is not in the group's live lease")
-        })?;
-        if lease.settled[pos] {
-            return Err(CoreError::new(
-                ErrorKind::Conflict,
-                "already_acked",
-                "that message was already acknowledged under this lease",
-            ));
-        }
-        let offset = lease.offsets[pos];
-        let lease_id = lease.id;
-        let attempts = p.cursors[&group].attempts.get(&offset).copied().unwrap_or(0);
-        let status = match it.status {
-            AckStatus::Failed if attempts + 1 > opts.retry_limit && opts.dead_letters_after_retries() => AckStatus::Dlq,
-            s => s,
-        };
-        self.emit(Effect::Ack { part: it.part, group, lease: lease_id, offset, status, error: it.error.clone() })?;
-        // A released lease opens the partition to the group's other consumers: wake their long polls.
-        let p = &self.state.parts[&it.part];
-        if p.cursors.get(&group).is_none_or(|c| c.lease.is_none()) {
-            self.pushed_queues.entry(p.queue).or_default();
         }
         Ok(())
     }

@@ -169,21 +169,24 @@ pub fn describe(ctx: &Ctx, req: ShareGroupDescribeRequest) -> ShareGroupDescribe
     ShareGroupDescribeResponse::default().with_groups(groups)
 }
 
-/// Give back what a closed session or a departed member still held: each lease is
-/// released without charge (a `retry` of its first open record ends the whole lease).
+/// Give back what a closed session or a departed member still held: each lease ends with
+/// its released records charged a delivery (D85) and its open ones free (a `retry` of
+/// the first of them).
 pub async fn release(ctx: &Ctx, group: &str, held: Vec<Held>) {
     let items: Vec<AckItem> = held
         .into_iter()
-        .filter_map(|h| {
-            let o = *h.open.iter().next()?;
-            Some(AckItem {
+        .flat_map(|h| {
+            let item = |o: u64, status| AckItem {
                 part: h.part,
                 txid: None,
                 offset: Some(o),
                 lease: Some(h.lease),
-                status: AckStatus::Retry,
+                status,
                 error: None,
-            })
+            };
+            let charged = h.released.iter().map(|o| item(*o, AckStatus::Failed));
+            let free = h.open.first().map(|o| item(*o, AckStatus::Retry));
+            charged.chain(free).collect::<Vec<_>>()
         })
         .collect();
     if !items.is_empty() {

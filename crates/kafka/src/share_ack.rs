@@ -87,7 +87,7 @@ async fn acknowledge(
 
 /// Settle acknowledgements under the leases in `held`, as one engine call (one log
 /// entry). A partition with any refused acknowledgement answers INVALID_RECORD_STATE;
-/// the others are settled. A lease that ended (all settled, a release, or no longer
+/// the others are settled. A lease that ended (all settled or released, or no longer
 /// live) leaves `held`.
 async fn settle(
     ctx: &Ctx,
@@ -101,6 +101,7 @@ async fn settle(
     let mut keys: Vec<(SharePart, u64, AckStatus)> = Vec::new();
     let mut items: Vec<AckItem> = Vec::new();
     let mut renew: Vec<SharePart> = Vec::new();
+    let mut deferred: Vec<(SharePart, Vec<u64>)> = Vec::new();
     for (key, batches) in &wants {
         let Some(h) = held.get(key) else {
             out.insert(*key, (INVALID_RECORD_STATE, Some("no records of this partition are acquired".into())));
@@ -111,7 +112,11 @@ async fn settle(
                 if renews {
                     renew.push(*key);
                 }
-                for (o, st) in v {
+                let (now, later) = split_releases(h, v);
+                if !later.is_empty() {
+                    deferred.push((*key, later));
+                }
+                for (o, st) in now {
                     keys.push((*key, o, st));
                     items.push(AckItem {
                         part: h.part,
@@ -131,10 +136,39 @@ async fn settle(
     if !items.is_empty() {
         settle_items(ctx, group, held, &mut out, keys, items).await;
     }
+    for (key, offsets) in deferred {
+        let ok = out.get(&key).is_none_or(|(code, _)| *code == NONE);
+        if let Some(h) = held.get_mut(&key).filter(|_| ok) {
+            for o in offsets {
+                h.open.remove(&o);
+                h.released.insert(o);
+            }
+            out.insert(key, (NONE, None));
+        }
+    }
     if let Some(lock) = renew_lock.filter(|_| !renew.is_empty()) {
         renew_locks(ctx, lock, held, &mut out, renew).await;
     }
     out
+}
+
+/// D85: what of one partition's planned acks goes to the engine now, and which releases
+/// wait. Baton holds a partition's acquired records under one lease, and ending it gives
+/// all of them back; Kafka ends only the released record's acquisition. So a release
+/// waits in `released` while the member holds other records of that acquisition (ones it
+/// may not have been handed yet: a share consumer fetches ahead), and the acks that settle
+/// the last open record also give back every release, each charged a delivery, in the
+/// same entry. Nobody else can take the released record meanwhile: the partition is leased.
+fn split_releases(h: &Held, v: Vec<(u64, AckStatus)>) -> (Vec<(u64, AckStatus)>, Vec<u64>) {
+    let named: std::collections::BTreeSet<u64> = v.iter().map(|(o, _)| *o).collect();
+    let last = named.len() == h.open.len();
+    let (released, mut now): (Vec<_>, Vec<_>) = v.into_iter().partition(|(_, st)| *st == AckStatus::Failed);
+    if !last {
+        return (now, released.into_iter().map(|(o, _)| o).collect());
+    }
+    now.extend(h.released.iter().map(|o| (*o, AckStatus::Failed)));
+    now.extend(released);
+    (now, Vec::new())
 }
 
 /// The acks of one request as one engine call; a lease they end leaves `held`.
@@ -162,7 +196,8 @@ async fn settle_items(
             Ok(()) => {
                 let ended = held.get_mut(key).is_some_and(|h| {
                     h.open.remove(o);
-                    // A release ends the whole lease (FIFO: redelivery restarts there).
+                    // A release ends the whole lease; `split_releases` sends one only with
+                    // the acks that settle the last open record.
                     h.open.is_empty() || *st == AckStatus::Failed
                 });
                 if ended {

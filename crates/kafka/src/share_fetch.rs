@@ -170,6 +170,7 @@ async fn acquire(
                             part: p.part,
                             lease,
                             open: p.messages.iter().map(|(o, _)| *o).collect(),
+                            released: Default::default(),
                             expires: Instant::now() + lock,
                         },
                     ));

@@ -81,7 +81,11 @@ pub struct Held {
     pub key: SharePart,
     pub part: PartId,
     pub lease: LeaseId,
+    /// Acquired and neither settled nor released.
     pub open: BTreeSet<u64>,
+    /// Released by the member while others stayed `open` (D85): given back, each charged a
+    /// delivery, in the entry that settles the last open one or when the lease ends.
+    pub released: BTreeSet<u64>,
     pub expires: Instant,
 }
 
@@ -378,7 +382,14 @@ mod tests {
         s.update("g", "m", |x| {
             x.held.insert(
                 (Uuid::from_u128(7), 0),
-                Held { key: (Uuid::from_u128(7), 0), part: 1, lease: 9, open: BTreeSet::from([3]), expires: now },
+                Held {
+                    key: (Uuid::from_u128(7), 0),
+                    part: 1,
+                    lease: 9,
+                    open: BTreeSet::from([3]),
+                    released: BTreeSet::new(),
+                    expires: now,
+                },
             )
         });
         assert!(s.expire(now + Duration::from_millis(50)).is_empty());
