@@ -258,7 +258,7 @@ impl Drop for Server {
     }
 }
 
-// ---- Crash-safety helpers (appended for tests/kill9.rs and tests/recovery.rs). ----
+// ---- Crash-safety helpers (appended for tests/storage/kill9.rs and tests/storage/recovery.rs). ----
 
 impl Server {
     /// `<data>/wal`: the write-ahead log's segment files.
@@ -346,7 +346,7 @@ impl Server {
     }
 }
 
-// ---- Environment helpers (appended for tests/http_limits.rs). ----
+// ---- Environment helpers (appended for tests/http/http_limits.rs). ----
 
 impl Server {
     /// Start with `BATON_*` settings given as environment variables, as a
@@ -356,8 +356,8 @@ impl Server {
     }
 }
 
-// ---- Helpers for tests that run the binary on a small tmpfs (tests/storage_failure.rs,
-// tests/kafka_produce.rs). ----
+// ---- Helpers for tests that run the binary on a small tmpfs (tests/storage/storage_failure.rs,
+// tests/kafka/kafka_produce.rs). ----
 
 /// A mount point, lazily unmounted when dropped.
 pub struct Mount(pub PathBuf);
@@ -378,7 +378,7 @@ impl Drop for Baton {
     }
 }
 
-// ---- Crash-at-a-point helpers (tests/checkpoint_crash.rs). ----
+// ---- Crash-at-a-point helpers (tests/storage/checkpoint_crash.rs). ----
 
 impl Server {
     /// Start with extra flags and environment in a fresh temp dir, healthy.

@@ -113,7 +113,7 @@ def test_a_pushed_trace_id_comes_back_with_the_message(baton_url: str) -> None:
 def test_admin_metrics_is_json(baton_url: str) -> None:
     """admin.metrics() reads /metrics as JSON, as Queen serves it there (issue 16 item 1;
     it was Prometheus text, which the client read as None). Prometheus text stays at
-    /metrics/prometheus (tests/http_semantics.rs checks both)."""
+    /metrics/prometheus (tests/http/http_semantics.rs checks both)."""
 
     async def scenario() -> None:
         q = qname("metrics")

@@ -1,4 +1,4 @@
-//! The outbox relay tests' shared parts (tests/relay.rs, tests/relay_kafka.rs): a
+//! The outbox relay tests' shared parts (tests/relay/relay.rs, tests/relay/relay_kafka.rs): a
 //! private PostgreSQL (scripts/peers/postgres.sh), `baton relay` children killed on
 //! drop, inserting events the way an application must (one aggregate's events under
 //! its lock) and waiting for them to be delivered.

@@ -115,7 +115,7 @@ pub fn follow_beyond(ms: u64) {
 /// the request. Only the first leader's anchor (the wall clock at its start) reaches state
 /// time: every member after it goes on from its predecessor's clock. Without this a new
 /// leader whose wall clock ran an hour ahead moved state time forward by the hour (dedup
-/// windows ran out, delays passed, leases expired early; `tests/cluster_clock.rs`).
+/// windows ran out, delays passed, leases expired early; `tests/cluster/cluster_clock.rs`).
 /// A reading further than `MAX_DRIFT` from this member's clock is not a clock but a damaged
 /// or forged request: ignored.
 pub fn heard_leader(leader_now: Micros) -> bool {

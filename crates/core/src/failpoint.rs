@@ -1,9 +1,9 @@
 //! Named points where a test may stop the process as a power cut would: with
 //! `BATON_FAILPOINT=<name>` in its environment, the server aborts (no
 //! unwinding, no flush, no final checkpoint: what kill -9 leaves) the first
-//! time it reaches that point. Used by tests/checkpoint_crash.rs to crash a
+//! time it reaches that point. Used by tests/storage/checkpoint_crash.rs to crash a
 //! checkpoint at each of its phases. `BATON_FAILPOINT_PAUSE=<name>:<ms>` makes
-//! a point sleep instead (tests/cluster_rebuild_stop.rs widens a rebuild).
+//! a point sleep instead (tests/cluster/cluster_rebuild_stop.rs widens a rebuild).
 //!
 //! Must never change what the code does when the variable is unset, which is
 //! always outside tests: the name is read once.

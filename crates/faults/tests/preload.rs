@@ -1,7 +1,7 @@
 //! The built `libbaton_faults.so` through `LD_PRELOAD`, as a spawned broker loads it:
 //! this test binary runs itself again as the preloaded child. Being an
 //! integration test of the crate, it also makes `cargo test` build the cdylib
-//! (target/release/libbaton_faults.so) that tests/check_history_faults.rs loads.
+//! (target/release/libbaton_faults.so) that tests/check/check_history_faults.rs loads.
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -335,7 +335,7 @@ pub(crate) async fn ready(
         .await?;
     // The events behind a parked or backing-off one are left out by the query itself, so
     // an aggregate that waits with more events than a batch cannot fill every batch and
-    // starve the others (tests/relay.rs::poison_parks_only_its_aggregate).
+    // starve the others (tests/relay/relay.rs::poison_parks_only_its_aggregate).
     let mut blocked: HashSet<(String, String)> = parked.iter().map(|r| (r.get(0), r.get(1))).collect();
     let rows = pg
         .query(

@@ -131,12 +131,12 @@ pub struct RunArgs {
     pub metrics_addr: String,
     /// Test-only fault injection: wait this long inside each round, between reading the
     /// events and pushing them with the round's guards, so a test can stop the relay while
-    /// it holds a guard that will go stale (tests/relay.rs::paused_relay_is_fenced). 0: never.
+    /// it holds a guard that will go stale (tests/relay/relay.rs::paused_relay_is_fenced). 0: never.
     #[arg(long, env = "BATON_RELAY_TEST_ROUND_HOLD_MS", default_value_t = 0, hide = true)]
     pub test_round_hold_ms: u64,
     /// Test-only fault injection (Kafka mode): wait this long after a transaction's
     /// EndTxn(commit) answered and before its rows are marked, so a kill -9 lands between
-    /// the two (tests/relay_kafka.rs::kill9_mid_flight_exactly_once). 0: never.
+    /// the two (tests/relay/relay_kafka.rs::kill9_mid_flight_exactly_once). 0: never.
     #[arg(long, env = "BATON_RELAY_TEST_COMMIT_HOLD_MS", default_value_t = 0, hide = true)]
     pub test_commit_hold_ms: u64,
 }

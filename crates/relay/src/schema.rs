@@ -43,7 +43,7 @@ impl Names {
 /// The rows that can hold their aggregate back: parked, or pending after a refusal (their
 /// backoff may be running). Few by nature, and indexed by themselves (`<table>_blocking`),
 /// so the relay's "nothing blocking before it" test costs a lookup in a tiny index whatever
-/// the backlog and whatever the planner's statistics (tests/relay.rs,
+/// the backlog and whatever the planner's statistics (tests/relay/relay.rs,
 /// `a_backlog_on_stale_statistics_drains_quickly`). The query repeats this text so that
 /// the planner can prove the index applies.
 pub const BLOCKING_ROWS: &str = "(status = 'parked' OR (status = 'pending' AND next_attempt_at IS NOT NULL))";
@@ -137,7 +137,7 @@ fn indexes(n: &Names) -> [(String, String); 3] {
 const INIT_LOCK_TRIES: u32 = 600;
 
 /// Create what is missing, without stalling an application that writes to a live outbox
-/// (tests/relay.rs, `init_on_a_live_outbox_does_not_stall_the_application`): tables and
+/// (tests/relay/relay.rs, `init_on_a_live_outbox_does_not_stall_the_application`): tables and
 /// functions in one transaction; a missing trigger in it too (the only table lock, taken
 /// once per install); a missing or invalid index with CREATE INDEX CONCURRENTLY after it,
 /// which lets inserts run (it waits for open transactions instead). Concurrent inits

@@ -42,7 +42,7 @@ async fn three_members_agree_and_survive_the_loss_of_their_leader() {
 /// A member whose disk was lost is removed, and comes back empty as a learner: the leader
 /// has purged what it missed, so it gets a snapshot and then the log, and votes again.
 /// (A voter that is down does not hold the leader's purge back: a send to it fails within
-/// a heartbeat, which lets the purge through; tests/cluster_snapshot.rs.)
+/// a heartbeat, which lets the purge through; tests/cluster/cluster_snapshot.rs.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_with_a_wiped_disk_comes_back_through_a_snapshot() {
     let dir = tempfile::tempdir().unwrap();

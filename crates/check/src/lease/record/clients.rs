@@ -51,7 +51,7 @@ fn refusal(e: &Error) -> String {
 /// the request was never planned. A latch also answers 503 `not durable: ...` to requests
 /// already planned, and those may well be applied: their entry can be in the WAL file and
 /// comes back at the restart (a push answered so was in the log after a SIGKILL and
-/// restart; tests/check_history_faults.rs).
+/// restart; tests/check/check_history_faults.rs).
 const LATCHED_REFUSAL: &str = "storage failed, refusing writes";
 
 /// The error a door refusal of a latched node is recorded with.
