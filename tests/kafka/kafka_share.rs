@@ -365,3 +365,20 @@ fn releases_are_charged_once_each_in_one_request_and_when_the_member_leaves() {
         .collect();
     assert_eq!(got, vec![(0, 3), (2, 2)], "released: charged; held open: free; {v}");
 }
+
+/// Overlapping batches that accept and release one record are refused whole; before, the
+/// accept settled it and the waiting release later kept the partition's lease to its lock.
+#[test]
+fn a_record_acknowledged_twice_in_one_request_is_refused_and_nothing_changes() {
+    let (_s, port) = Server::start_kafka(&["--kafka-default-partitions", "1"]);
+    let mut k = Kafka::connect(port);
+    let t = topic_id(&mut k, "dq");
+    produce_n(&mut k, "dq", 0, 2, "d");
+    share_from_earliest(&mut k, "dg");
+    heartbeat(&mut k, "dg", "m", 0, Some(&["dq"]));
+    assert_eq!(dc(&share_fetch(&mut k, "dg", "m", 0, &[(t, 0, vec![])], 1000), t).len(), 2);
+    let r = share_ack(&mut k, "dg", "m", 1, t, 0, vec![(0, 0, vec![ACCEPT]), (0, 0, vec![RELEASE])]);
+    assert_eq!(ack_code(&r), INVALID_REQUEST);
+    // Both records are still held and settle normally.
+    assert_eq!(ack_code(&share_ack(&mut k, "dg", "m", 2, t, 0, vec![(0, 1, vec![ACCEPT])])), 0);
+}

@@ -310,6 +310,13 @@ fn plan_acks(h: &Held, batches: &AckBatches, renewing: bool) -> Result<AckPlan, 
             _ => return bad("acknowledge types are one for the batch or one per offset"),
         }
     }
+    // Overlapping batches could accept and release one record: the accept would settle it
+    // and the release, waiting (D85), would later refuse and keep the lease to its lock.
+    let mut named: Vec<u64> = v.iter().map(|(o, _)| *o).collect();
+    named.sort_unstable();
+    if named.windows(2).any(|w| w[0] == w[1]) {
+        return bad("an offset is acknowledged twice in one request");
+    }
     Ok((v, renews))
 }
 
