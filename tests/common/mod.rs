@@ -411,3 +411,54 @@ impl Server {
         self.child.as_mut().is_some_and(|c| c.try_wait().ok().flatten().is_none())
     }
 }
+
+/// Resident memory of a process, bytes (`VmRSS`).
+pub fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc status");
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("VmRSS in /proc status");
+    kb << 10
+}
+
+/// A hostile client (D87): opens a connection to `port`, sends `head`, then up to `body`
+/// bytes of zeros, and stops where the server stops reading (a send blocked for 300 ms),
+/// never sending the last byte. The socket stays open for the caller to watch.
+pub fn trickle(port: u16, head: &[u8], body: usize) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_write_timeout(Some(Duration::from_millis(300))).unwrap();
+    s.write_all(head).expect("send the head");
+    let chunk = vec![0u8; 1 << 20];
+    let mut left = body - 1;
+    while left > 0 {
+        let n = left.min(chunk.len());
+        match s.write(&chunk[..n]) {
+            Ok(k) => left -= k,
+            Err(_) => break,
+        }
+    }
+    s
+}
+
+/// True once the server has closed `s` (EOF or reset) within `within`.
+pub fn closed_within(s: &mut std::net::TcpStream, within: Duration) -> bool {
+    use std::io::Read;
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut b = [0u8; 4096];
+    let deadline = Instant::now() + within;
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return true,
+            // An answer (the HTTP 408) is read past; the close follows it.
+            Ok(_) if Instant::now() < deadline => continue,
+            Ok(_) => return false,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                return false
+            }
+            Err(_) => return true,
+        }
+    }
+}

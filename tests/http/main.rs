@@ -17,6 +17,7 @@ mod http_groups;
 mod http_hostile;
 mod http_leases;
 mod http_limits;
+mod http_memory;
 mod http_messages;
 mod http_poison;
 mod http_semantics;

@@ -13,6 +13,7 @@ mod kafka_bounds;
 mod kafka_compaction;
 mod kafka_cross;
 mod kafka_group_configs;
+mod kafka_memory;
 mod kafka_metrics;
 mod kafka_produce;
 mod kafka_protocol;

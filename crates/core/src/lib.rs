@@ -36,6 +36,7 @@ pub mod query;
 pub mod ready;
 mod redo;
 mod remove;
+pub mod request_memory;
 mod runner;
 pub mod state;
 pub mod store;

@@ -19,13 +19,25 @@ impl FromRequest<App> for RawBody {
 
     async fn from_request(req: Request, state: &App) -> Result<Self, Self::Rejection> {
         let limit = state.cfg.max_body_bytes;
-        let bytes = axum::body::to_bytes(req.into_body(), limit).await.map_err(|_| {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                format!("request body is larger than {limit} bytes"),
-            )
-        })?;
+        let within = state.cfg.request_read_timeout;
+        // A body trickled in holds its request memory (D87): it arrives whole in time or
+        // the request is refused, and the connection closes with the rest unread.
+        let read = tokio::time::timeout(within, axum::body::to_bytes(req.into_body(), limit)).await;
+        let bytes = read
+            .map_err(|_| {
+                ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "request_timeout",
+                    format!("the request body did not all arrive within {} s", within.as_secs_f64()),
+                )
+            })?
+            .map_err(|_| {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "body_too_large",
+                    format!("request body is larger than {limit} bytes"),
+                )
+            })?;
         Ok(RawBody(bytes))
     }
 }

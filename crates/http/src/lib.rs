@@ -35,8 +35,10 @@ mod txn;
 
 use axum::routing::{delete, get, post};
 use axum::Router;
+use baton_core::request_memory::{RequestMemory, DEFAULT_REQUEST_READ_TIMEOUT_SECS};
 use baton_core::Engine;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use error::ApiError;
 pub use fetch::{DEFAULT_MAX_BYTES as DEFAULT_FETCH_MAX_BYTES, DEFAULT_MAX_ENTRIES as DEFAULT_FETCH_MAX_ENTRIES};
@@ -78,6 +80,10 @@ pub struct HttpConfig {
     pub ephemeral_max_bytes: u64,
     /// Bounds of the listener's connections (idle timeout, cap, lingering close).
     pub conn: ConnConfig,
+    /// The node's request memory, shared with the Kafka door (D87).
+    pub request_memory: Arc<RequestMemory>,
+    /// A request body must arrive whole within this, else 408 (D87).
+    pub request_read_timeout: Duration,
     /// The listener's counters, shown by /metrics.
     pub conn_stats: Arc<ConnStats>,
     /// More Prometheus text for /metrics from outside this crate (the Kafka
@@ -108,6 +114,8 @@ impl Default for HttpConfig {
             ephemeral_max_queues: ephemeral::DEFAULT_MAX_QUEUES as usize,
             ephemeral_max_bytes: ephemeral::DEFAULT_MAX_MB << 20,
             conn: ConnConfig::default(),
+            request_memory: Arc::default(),
+            request_read_timeout: Duration::from_secs(DEFAULT_REQUEST_READ_TIMEOUT_SECS),
             conn_stats: Arc::default(),
             extra_metrics: None,
             cluster: None,
@@ -240,8 +248,9 @@ pub async fn serve(
     stop: impl std::future::Future<Output = ()>,
 ) {
     let (conn, stats) = (cfg.conn.clone(), cfg.conn_stats.clone());
+    let bodies = listen::BodyMemory { memory: cfg.request_memory.clone(), max_body: cfg.max_body_bytes };
     let router = router_with_shutdown(engine, cfg, shutdown.clone());
-    listen::serve(listener, router, conn, stats, async move {
+    listen::serve(listener, router, conn, bodies, stats, async move {
         stop.await;
         shutdown.trigger();
     })

@@ -10,11 +10,15 @@
 //! body the server refused reads the 413 instead of a reset), and the JSON
 //! body of the answers hyper writes by itself (400 for a request it cannot
 //! parse, 431, 414), which it sends with an empty body.
+//! Each request holds the node's request memory (D87) for its body's claimed
+//! size before the body is read, until it is answered.
 //! Must never stop accepting because an accept failed (EMFILE: log, back off,
 //! go on), and never look into what a request means.
 
 use axum::body::Body;
 use axum::Router;
+use baton_core::request_memory::RequestMemory;
+use hyper::body::Body as _;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use std::convert::Infallible;
@@ -43,6 +47,23 @@ pub struct ConnConfig {
     pub linger: Duration,
     /// Most bytes read that way.
     pub linger_bytes: u64,
+}
+
+/// The node's request memory and the largest body, which is what a body
+/// of unknown length (chunked) holds.
+#[derive(Debug, Clone)]
+pub(crate) struct BodyMemory {
+    pub memory: Arc<RequestMemory>,
+    pub max_body: usize,
+}
+
+impl BodyMemory {
+    fn claim(&self, req: &hyper::Request<Incoming>) -> usize {
+        match req.body().size_hint().exact() {
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX).min(self.max_body),
+            None => self.max_body,
+        }
+    }
 }
 
 impl Default for ConnConfig {
@@ -77,6 +98,7 @@ pub async fn serve(
     listener: TcpListener,
     router: Router,
     cfg: ConnConfig,
+    bodies: BodyMemory,
     stats: Arc<ConnStats>,
     stop: impl Future<Output = ()>,
 ) {
@@ -126,7 +148,9 @@ pub async fn serve(
         }
         stats.open.fetch_add(1, Relaxed);
         let open = Open(stats.clone());
-        tokio::spawn(serve_conn(tcp, router.clone(), cfg.clone(), open, stop_rx.clone(), alive_rx.clone()));
+        let conn =
+            serve_conn(tcp, router.clone(), cfg.clone(), bodies.clone(), open, stop_rx.clone(), alive_rx.clone());
+        tokio::spawn(conn);
     }
     // New connections are refused by the kernel from here, not left waiting.
     drop(listener);
@@ -185,6 +209,7 @@ async fn serve_conn(
     tcp: TcpStream,
     router: Router,
     cfg: ConnConfig,
+    bodies: BodyMemory,
     open: Open,
     stop: watch::Receiver<bool>,
     _alive: watch::Receiver<()>,
@@ -196,9 +221,11 @@ async fn serve_conn(
     let svc = hyper::service::service_fn(move |req: hyper::Request<Incoming>| -> BoxFuture {
         let busy = Busy::start(svc_act.clone());
         let mut router = router.clone();
+        let (memory, claim) = (bodies.memory.clone(), bodies.claim(&req));
         Box::pin(async move {
+            let mem = memory.hold(claim).await;
             let res = router.call(req.map(Body::new)).await;
-            drop(busy);
+            drop((mem, busy));
             res
         })
     });

@@ -373,6 +373,23 @@ async fn text(app: &App) -> String {
         "Failed accepts of HTTP connections (EMFILE and the like; the listener backs off and goes on).",
         cs.accept_errors.load(Relaxed),
     );
+    let mem = &app.cfg.request_memory;
+    let _ = writeln!(
+        out,
+        "# HELP baton_request_memory_bytes Bytes of client requests (Kafka frames, HTTP bodies) being read or handled now (D87).\n# TYPE baton_request_memory_bytes gauge\nbaton_request_memory_bytes {}",
+        mem.held()
+    );
+    let _ = writeln!(
+        out,
+        "# HELP baton_request_memory_limit_bytes --max-request-memory-mb in bytes.\n# TYPE baton_request_memory_limit_bytes gauge\nbaton_request_memory_limit_bytes {}",
+        mem.limit()
+    );
+    counter(
+        &mut out,
+        "baton_request_memory_waits_total",
+        "Requests that waited, unread, for request memory to be given back (--max-request-memory-mb).",
+        mem.waits(),
+    );
     if let Some(fw) = &app.forwarder {
         counter(
             &mut out,

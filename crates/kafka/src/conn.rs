@@ -14,11 +14,18 @@
 //! and timed when its answer is ready; the connection's end is counted once,
 //! with its reason. A connection with nothing read and nothing in flight for
 //! the idle time is closed, so idle clients cannot hold descriptors forever.
+//!
+//! Every frame holds its claimed size of the node's request memory (D87) from
+//! the moment its length prefix is read until its answer is ready: past the
+//! budget the reader waits before reading the frame's bytes, and a frame
+//! whose bytes do not all arrive within the request read timeout closes the
+//! connection, so a client trickling frames cannot keep memory forever.
 
 use crate::frame::{self, Parsed};
 use crate::metrics::CloseReason;
 use crate::sasl::{Gate, Verdict};
 use crate::{handler, Ctx, KafkaStats};
+use baton_core::request_memory::MemoryHold;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::ApiKey;
 use std::future::Future;
@@ -52,6 +59,8 @@ enum Slot {
 struct Item {
     slot: Slot,
     api: Option<ApiKey>,
+    /// The request's memory (D87), given back once its answer is ready.
+    mem: MemoryHold,
     at: Instant,
 }
 
@@ -78,8 +87,18 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) {
     };
     let mut gate = Gate::new(ctx.cfg.sasl_users.clone());
     let mut buf = BytesMut::with_capacity(16 << 10);
+    // The frame at the head of `buf`: its memory, and when it must be whole.
+    let mut head: Option<(MemoryHold, Instant)> = None;
     let end: Option<(CloseReason, String)> = loop {
         let max = gate.max_frame(ctx.cfg.max_frame_bytes);
+        if head.is_none() {
+            if let Some(n) = frame::claimed(&buf, max) {
+                let mem = ctx.cfg.request_memory.hold(n).await;
+                head = Some((mem, Instant::now() + ctx.cfg.request_read_timeout));
+            }
+        }
+        // Taken with the frame it was held for.
+        let mut take_mem = || head.take().map_or_else(MemoryHold::none, |(m, _)| m);
         if gate.expects_raw_token() {
             match frame::next_raw(&mut buf, max) {
                 Err(e) => break Some((CloseReason::BadFrame, e.to_string())),
@@ -87,7 +106,7 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) {
                     let at = Instant::now();
                     match gate.raw_token(&token, &ctx.stats) {
                         Ok(reply) => {
-                            let item = Item { slot: Slot::Done(Ok(Some(reply))), api: None, at };
+                            let item = Item { slot: Slot::Done(Ok(Some(reply))), api: None, at, mem: take_mem() };
                             if send(item).await.is_err() {
                                 break None;
                             }
@@ -132,7 +151,7 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) {
                             (start(Box::pin(handler::handle(ctx.clone(), parsed, peer))), None)
                         }
                     };
-                    if send(Item { slot, api: Some(api), at }).await.is_err() {
+                    if send(Item { slot, api: Some(api), at, mem: take_mem() }).await.is_err() {
                         break None;
                     }
                     if let Some(reason) = close {
@@ -143,8 +162,16 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) {
                 Ok(None) => {}
             }
         }
-        let read = match tokio::time::timeout(ctx.cfg.connections_max_idle, rd.read_buf(&mut buf)).await {
+        let idle = ctx.cfg.connections_max_idle;
+        let wait = head.as_ref().map_or(idle, |(_, by)| by.saturating_duration_since(Instant::now()).min(idle));
+        let read = match tokio::time::timeout(wait, rd.read_buf(&mut buf)).await {
             Ok(r) => r,
+            Err(_) if head.as_ref().is_some_and(|(_, by)| Instant::now() >= *by) => {
+                let secs = ctx.cfg.request_read_timeout.as_secs_f64();
+                let reason =
+                    format!("a request's bytes did not all arrive within {secs} s ({} of them read)", buf.len());
+                break Some((CloseReason::ReadTimeout, reason));
+            }
             // A request still being answered (a long poll) is not idleness.
             Err(_) if in_flight.load(Relaxed) > 0 => continue,
             Err(_) => {
@@ -231,6 +258,8 @@ async fn write_loop(
                 f.await
             }
         };
+        // The request is handled: its bytes are dropped with its future.
+        drop(item.mem);
         if let Some(api) = item.api {
             stats.latency(api, item.at.elapsed());
             if reply.is_err() {

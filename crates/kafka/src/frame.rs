@@ -36,6 +36,14 @@ impl std::fmt::Display for FrameError {
     }
 }
 
+/// The bytes the frame at the head of `buf` will take, its length prefix
+/// included, once its prefix is read and within `max`; `None` before that,
+/// or for a length `next_frame` refuses.
+pub fn claimed(buf: &[u8], max: usize) -> Option<usize> {
+    let n = i32::from_be_bytes(buf.get(..4)?.try_into().ok()?);
+    usize::try_from(n).ok().filter(|len| *len <= max).map(|len| len + 4)
+}
+
 /// Cut the next whole frame (without its length prefix) from `buf`.
 /// `Ok(None)` means more bytes are needed; the caller reads and calls again.
 pub fn next_frame(buf: &mut BytesMut, max: usize) -> Result<Option<Bytes>, FrameError> {

@@ -42,6 +42,7 @@ pub use sasl::SaslUsers;
 pub use share_groups::{ShareLimits, DEFAULT_MAX_SHARE_SESSIONS};
 pub use versions::{render_table, SUPPORTED};
 
+use baton_core::request_memory::{RequestMemory, DEFAULT_REQUEST_READ_TIMEOUT_SECS};
 use baton_core::Engine;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -116,6 +117,10 @@ pub struct KafkaConfig {
     pub share_record_lock: Duration,
     /// Share groups, members and sessions held at once, and their timeouts (D49).
     pub share_limits: ShareLimits,
+    /// The node's request memory, shared with the HTTP door (D87).
+    pub request_memory: Arc<RequestMemory>,
+    /// A frame whose length prefix is read must be whole within this (D87).
+    pub request_read_timeout: Duration,
 }
 
 impl KafkaConfig {
@@ -146,6 +151,8 @@ impl Default for KafkaConfig {
             leader_ask: None,
             share_record_lock: Duration::from_millis(DEFAULT_SHARE_RECORD_LOCK_MS),
             share_limits: ShareLimits::default(),
+            request_memory: Arc::default(),
+            request_read_timeout: Duration::from_secs(DEFAULT_REQUEST_READ_TIMEOUT_SECS),
         }
     }
 }

@@ -43,10 +43,12 @@ pub enum CloseReason {
     Idle,
     /// Closed as accepted: --kafka-max-connections were open.
     OverLimit,
+    /// A frame's bytes did not all arrive within --request-read-timeout-secs (D87).
+    ReadTimeout,
 }
 
 impl CloseReason {
-    const ALL: [CloseReason; 8] = [
+    const ALL: [CloseReason; 9] = [
         CloseReason::Client,
         CloseReason::Io,
         CloseReason::BadFrame,
@@ -55,6 +57,7 @@ impl CloseReason {
         CloseReason::Unanswerable,
         CloseReason::Idle,
         CloseReason::OverLimit,
+        CloseReason::ReadTimeout,
     ];
 
     pub fn label(self) -> &'static str {
@@ -67,6 +70,7 @@ impl CloseReason {
             CloseReason::Unanswerable => "unanswerable",
             CloseReason::Idle => "idle",
             CloseReason::OverLimit => "connection_limit",
+            CloseReason::ReadTimeout => "read_timeout",
         }
     }
 }

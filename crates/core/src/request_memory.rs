@@ -1,0 +1,198 @@
+//! The request-memory budget (D87): bytes of client requests being read or
+//! read and not yet answered, over both front doors together.
+//!
+//! A door takes a hold for a request's claimed size (a Kafka frame's length
+//! prefix, an HTTP body's length) before it reads the request's bytes, and
+//! drops it once the request is handled. Past the budget a door reads nothing
+//! more from that connection until memory is given back, so the client is
+//! slowed by TCP, as a RabbitMQ memory alarm or Kafka's
+//! `queued.max.request.bytes` slows it.
+//!
+//! A hold is taken as soon as its size is free, not in the order asked: a
+//! heartbeat is not kept behind a 100 MiB produce waiting for room. And the
+//! last eighth of the budget is only for requests of at most
+//! [`SMALL_REQUEST`] bytes, so clients trickling large frames (each held until
+//! the read deadline) can fill seven eighths but never stop the small
+//! requests of everyone else.
+//!
+//! Owns only the count. Must never refuse a request and never block a thread:
+//! a hold is awaited. A request larger than what it may take cannot exist
+//! (`baton serve` refuses to start unless [`RequestMemory::largest`] holds the
+//! largest Kafka frame and HTTP body), and what bounds a hold's life is the
+//! door's read deadline (`--request-read-timeout-secs`: a request's bytes
+//! arrive whole within it or the connection closes) and the engine's bounds.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed};
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// `--max-request-memory-mb`'s default.
+pub const DEFAULT_MAX_REQUEST_MEMORY_MB: u64 = 1024;
+/// `--request-read-timeout-secs`'s default.
+pub const DEFAULT_REQUEST_READ_TIMEOUT_SECS: u64 = 30;
+/// Requests up to this size may use the last eighth of the budget.
+pub const SMALL_REQUEST: usize = 64 << 10;
+
+#[derive(Debug)]
+pub struct RequestMemory {
+    limit: usize,
+    /// Kept for small requests: a large one leaves this much free.
+    reserve: usize,
+    held: AtomicUsize,
+    freed: Notify,
+    waits: AtomicU64,
+}
+
+/// Memory held for one request; given back when dropped.
+#[derive(Debug)]
+pub struct MemoryHold(Option<(Arc<RequestMemory>, usize)>);
+
+impl MemoryHold {
+    /// Holds nothing (a request with no bytes to read).
+    pub fn none() -> MemoryHold {
+        MemoryHold(None)
+    }
+}
+
+impl Drop for MemoryHold {
+    fn drop(&mut self) {
+        if let Some((m, n)) = self.0.take() {
+            m.held.fetch_sub(n, AcqRel);
+            m.freed.notify_waiters();
+        }
+    }
+}
+
+impl RequestMemory {
+    pub fn new(limit_bytes: usize) -> Arc<RequestMemory> {
+        Arc::new(RequestMemory::with_limit(limit_bytes))
+    }
+
+    fn with_limit(limit_bytes: usize) -> RequestMemory {
+        let limit = limit_bytes.max(1);
+        RequestMemory {
+            limit,
+            reserve: limit / 8,
+            held: AtomicUsize::new(0),
+            freed: Notify::new(),
+            waits: AtomicU64::new(0),
+        }
+    }
+
+    /// The largest request that can be held.
+    pub fn largest(&self) -> usize {
+        (self.limit - self.reserve).max(SMALL_REQUEST.min(self.limit))
+    }
+
+    /// Waits until `bytes` (at most [`Self::largest`]) are free, then holds them.
+    pub async fn hold(self: &Arc<Self>, bytes: usize) -> MemoryHold {
+        let n = bytes.min(self.largest());
+        if n == 0 {
+            return MemoryHold(None);
+        }
+        let floor = if n > SMALL_REQUEST { self.reserve } else { 0 };
+        let mut counted = false;
+        loop {
+            // Registered before the try, so memory freed between the two wakes it.
+            let freed = self.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            let took = self.held.fetch_update(AcqRel, Acquire, |h| (h + n + floor <= self.limit).then_some(h + n));
+            if took.is_ok() {
+                return MemoryHold(Some((self.clone(), n)));
+            }
+            if !counted {
+                counted = true;
+                self.waits.fetch_add(1, Relaxed);
+            }
+            freed.await;
+        }
+    }
+
+    /// Bytes held now.
+    pub fn held(&self) -> usize {
+        self.held.load(Relaxed)
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Holds that had to wait for memory, since start.
+    pub fn waits(&self) -> u64 {
+        self.waits.load(Relaxed)
+    }
+}
+
+impl Default for RequestMemory {
+    fn default() -> Self {
+        RequestMemory::with_limit((DEFAULT_MAX_REQUEST_MEMORY_MB << 20) as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const MB: usize = 1 << 20;
+
+    fn spawn_hold(m: &Arc<RequestMemory>, n: usize) -> tokio::task::JoinHandle<MemoryHold> {
+        let m = m.clone();
+        tokio::spawn(async move { m.hold(n).await })
+    }
+
+    async fn settle() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    #[tokio::test]
+    async fn large_holds_wait_past_seven_eighths_and_small_ones_pass_them() {
+        let m = RequestMemory::new(8 * MB);
+        assert_eq!(m.largest(), 7 * MB);
+        let a = m.hold(4 * MB).await;
+        let b = m.hold(3 * MB).await;
+        assert_eq!((m.held(), m.waits()), (7 * MB, 0));
+        // 1 MiB is free, but it is the small requests' eighth.
+        let big = spawn_hold(&m, 2 * MB);
+        settle().await;
+        assert!(!big.is_finished(), "a large hold must not take the last eighth");
+        assert_eq!(m.waits(), 1, "the wait is counted when it begins");
+        // Small requests pass the waiting large one, up to the whole budget.
+        let smalls: Vec<MemoryHold> = take_smalls(&m, 16, SMALL_REQUEST).await;
+        assert_eq!(m.held(), 8 * MB);
+        let one_more = spawn_hold(&m, 1);
+        settle().await;
+        assert!(!one_more.is_finished(), "nothing past the budget, however small");
+        drop(a);
+        let big = tokio::time::timeout(Duration::from_secs(5), big).await.unwrap().unwrap();
+        let one_more = tokio::time::timeout(Duration::from_secs(5), one_more).await.unwrap().unwrap();
+        assert_eq!(m.held(), 3 * MB + MB + 2 * MB + 1, "b, the smalls, big and one byte");
+        drop((b, big, one_more, smalls));
+        assert_eq!(m.held(), 0);
+    }
+
+    async fn take_smalls(m: &Arc<RequestMemory>, k: usize, n: usize) -> Vec<MemoryHold> {
+        let mut v = Vec::new();
+        for _ in 0..k {
+            v.push(tokio::time::timeout(Duration::from_secs(1), m.hold(n)).await.expect("a small hold fits"));
+        }
+        v
+    }
+
+    #[tokio::test]
+    async fn a_hold_larger_than_the_largest_takes_the_largest_and_zero_takes_nothing() {
+        let m = RequestMemory::new(8 * MB);
+        let all = m.hold(1 << 40).await;
+        assert_eq!(m.held(), 7 * MB);
+        drop(all);
+        let none = m.hold(0).await;
+        assert_eq!((m.held(), m.waits()), (0, 0));
+        drop(none);
+        // A budget smaller than a small request still takes one whole.
+        let tiny = RequestMemory::new(1000);
+        let h = tiny.hold(5000).await;
+        assert_eq!(tiny.held(), 1000);
+        drop(h);
+    }
+}

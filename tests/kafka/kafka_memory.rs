@@ -1,0 +1,76 @@
+//! D87: the request-memory budget at the Kafka door. Clients that claim large
+//! frames and never finish them held their bytes until the idle timeout (ten
+//! minutes), each as much as `--kafka-max-frame-bytes`: 40 such connections
+//! held 3.9 GB of a server's memory, and 240 would run a 24 GiB machine out.
+
+use crate::common;
+use crate::kafka_util::*;
+use common::{closed_within, rss_bytes, trickle, Server};
+use kafka_protocol::messages::*;
+use std::time::{Duration, Instant};
+
+const MB: u64 = 1 << 20;
+
+#[test]
+fn trickled_frames_hold_at_most_the_budget_time_out_and_never_stop_small_requests() {
+    let (s, port) = Server::start_kafka(&[
+        "--max-request-memory-mb",
+        "64",
+        "--kafka-max-frame-bytes",
+        "16000000",
+        "--request-read-timeout-secs",
+        "3",
+    ]);
+    let base = rss_bytes(s.pid());
+    let frame = 15_000_000usize;
+    let mut hostile: Vec<_> = (0..12).map(|_| trickle(port, &(frame as i32).to_be_bytes(), frame)).collect();
+    let grown = rss_bytes(s.pid()).saturating_sub(base);
+    // 12 × 15 MB would be 180 MB; the budget lets three such frames in (56 MiB, seven
+    // eighths of 64), and the rest wait unread in the kernel's socket buffers.
+    assert!(grown < 64 * MB + 40 * MB, "the server grew by {} MiB for 12 unfinished frames", grown / MB);
+    let held = s.metric("baton_request_memory_bytes") as u64;
+    assert!(held > 0 && held <= 56 * MB, "held {held} bytes");
+    assert!(s.metric("baton_request_memory_waits_total") >= 1.0, "frames past the budget wait");
+
+    // The last eighth is for small requests: a new client is answered at once.
+    let t = Instant::now();
+    let mut k = Kafka::connect(port);
+    let r: ApiVersionsResponse = k.call(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    assert_eq!(r.error_code, 0);
+    assert!(t.elapsed() < Duration::from_secs(2), "a small request waited {:?}", t.elapsed());
+
+    // Each unfinished frame closes its connection once its read deadline passes: three at a
+    // time, so four rounds of 3 s.
+    for (i, c) in hostile.iter_mut().enumerate() {
+        assert!(closed_within(c, Duration::from_secs(30)), "trickling connection {i} still open");
+    }
+    assert!(s.metric("baton_kafka_connections_closed_total{reason=\"read_timeout\"}") >= 12.0);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while s.metric("baton_request_memory_bytes") > 0.0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(s.metric("baton_request_memory_bytes"), 0.0, "every hold is given back");
+
+    // A whole large frame still goes through: a produce of one 900 KB record.
+    let big = vec![7u8; 900_000];
+    let mut p = Kafka::connect(port);
+    p.create_topic("after", 1);
+    let part = p.produce("after", 0, batch(&[&big], kafka_protocol::records::Compression::None, None), -1);
+    assert_eq!(part.error_code, 0, "{part:?}");
+}
+
+#[test]
+fn a_budget_that_cannot_hold_the_largest_frame_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["serve", "--data-dir"])
+        .arg(dir.path())
+        .args(["--http-addr", "127.0.0.1:0", "--kafka-addr", "127.0.0.1:0"])
+        .args(["--max-request-memory-mb", "64", "--kafka-max-frame-bytes", "60000000"])
+        .output()
+        .expect("run baton");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("--max-request-memory-mb (64 MiB) must hold the largest request"), "{err}");
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "nothing made on disk");
+}
