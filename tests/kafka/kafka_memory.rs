@@ -74,3 +74,39 @@ fn a_budget_that_cannot_hold_the_largest_frame_refuses_to_start() {
     assert!(err.contains("--max-request-memory-mb (64 MiB) must hold the largest request"), "{err}");
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "nothing made on disk");
 }
+
+/// A client that sent Fetches and never read the answers kept them in the server for
+/// as long as it liked: a connection with answers waiting was never idle, so the
+/// idle timeout never came, however long the client took none of them.
+#[test]
+fn a_client_that_takes_none_of_its_answers_is_closed_as_idle() {
+    let (s, port) = Server::start_kafka(&["--kafka-connections-max-idle-ms", "1500"]);
+    let mut k = Kafka::connect(port);
+    k.create_topic("big", 1);
+    let value = vec![b'v'; 900_000];
+    for _ in 0..40 {
+        let r = k.produce("big", 0, batch(&[&value], kafka_protocol::records::Compression::None, None), -1);
+        assert_eq!(r.error_code, 0);
+    }
+    drop(k);
+    // 36 MB an answer, four answers: far more than the loopback socket buffers take.
+    let all = fetch_req("big", 0, 0, 0, 0, -1).with_max_bytes(50_000_000).with_topics(vec![
+        fetch_request::FetchTopic::default().with_topic(topic("big")).with_partitions(vec![
+            fetch_request::FetchPartition::default()
+                .with_partition(0)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(50_000_000),
+        ]),
+    ]);
+    let mut greedy = Kafka::connect(port);
+    for _ in 0..4 {
+        greedy.send(ApiKey::Fetch, 12, &all);
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while s.metric("baton_kafka_connections_open") > 0.0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(s.metric("baton_kafka_connections_open"), 0.0, "the connection taking no answers is still open");
+    assert!(s.metric("baton_kafka_connections_closed_total{reason=\"idle\"}") >= 1.0);
+    drop(greedy);
+}

@@ -22,7 +22,7 @@
 //! door's read deadline (`--request-read-timeout-secs`: a request's bytes
 //! arrive whole within it or the connection closes) and the engine's bounds.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::Arc;
 use tokio::sync::Notify;
 
@@ -39,6 +39,8 @@ pub struct RequestMemory {
     /// Kept for small requests: a large one leaves this much free.
     reserve: usize,
     held: AtomicUsize,
+    /// Holds waiting; a drop wakes them only when there are any (no lock per request).
+    waiting: AtomicUsize,
     freed: Notify,
     waits: AtomicU64,
 }
@@ -57,8 +59,12 @@ impl MemoryHold {
 impl Drop for MemoryHold {
     fn drop(&mut self) {
         if let Some((m, n)) = self.0.take() {
-            m.held.fetch_sub(n, AcqRel);
-            m.freed.notify_waiters();
+            // SeqCst with `hold`'s: a waiter either is seen here and woken, or its
+            // try comes after this and sees the memory given back.
+            m.held.fetch_sub(n, SeqCst);
+            if m.waiting.load(SeqCst) > 0 {
+                m.freed.notify_waiters();
+            }
         }
     }
 }
@@ -74,6 +80,7 @@ impl RequestMemory {
             limit,
             reserve: limit / 8,
             held: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
             freed: Notify::new(),
             waits: AtomicU64::new(0),
         }
@@ -91,19 +98,21 @@ impl RequestMemory {
             return MemoryHold(None);
         }
         let floor = if n > SMALL_REQUEST { self.reserve } else { 0 };
-        let mut counted = false;
+        let take =
+            || self.held.fetch_update(SeqCst, SeqCst, |h| (h + n + floor <= self.limit).then_some(h + n)).is_ok();
+        if take() {
+            return MemoryHold(Some((self.clone(), n)));
+        }
+        self.waits.fetch_add(1, Relaxed);
+        // Counted out however the wait ends, a client gone mid-wait included.
+        let _waiting = Waiting::new(&self.waiting);
         loop {
             // Registered before the try, so memory freed between the two wakes it.
             let freed = self.freed.notified();
             tokio::pin!(freed);
             freed.as_mut().enable();
-            let took = self.held.fetch_update(AcqRel, Acquire, |h| (h + n + floor <= self.limit).then_some(h + n));
-            if took.is_ok() {
+            if take() {
                 return MemoryHold(Some((self.clone(), n)));
-            }
-            if !counted {
-                counted = true;
-                self.waits.fetch_add(1, Relaxed);
             }
             freed.await;
         }
@@ -121,6 +130,21 @@ impl RequestMemory {
     /// Holds that had to wait for memory, since start.
     pub fn waits(&self) -> u64 {
         self.waits.load(Relaxed)
+    }
+}
+
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(count: &'a AtomicUsize) -> Waiting<'a> {
+        count.fetch_add(1, SeqCst);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, SeqCst);
     }
 }
 
@@ -193,6 +217,14 @@ mod tests {
         let tiny = RequestMemory::new(1000);
         let h = tiny.hold(5000).await;
         assert_eq!(tiny.held(), 1000);
+        // A wait given up (its client gone) is counted out.
+        let gone = spawn_hold(&tiny, 10);
+        settle().await;
+        assert_eq!(tiny.waiting.load(SeqCst), 1);
+        gone.abort();
+        settle().await;
+        assert_eq!(tiny.waiting.load(SeqCst), 0);
         drop(h);
+        assert_eq!(tiny.held(), 0);
     }
 }

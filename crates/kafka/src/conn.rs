@@ -34,7 +34,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
@@ -79,7 +79,8 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) {
     let (mut rd, wr) = stream.into_split();
     let (tx, rx) = mpsc::channel::<Item>(MAX_IN_FLIGHT);
     let in_flight = Arc::new(AtomicUsize::new(0));
-    let writer = tokio::spawn(write_loop(wr, rx, peer, ctx.stats.clone(), in_flight.clone()));
+    let stall = ctx.cfg.connections_max_idle;
+    let writer = tokio::spawn(write_loop(wr, rx, peer, ctx.stats.clone(), in_flight.clone(), stall));
     // Every item sent is counted here and uncounted by the writer once written.
     let send = |item: Item| {
         in_flight.fetch_add(1, Relaxed);
@@ -164,7 +165,13 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) {
         }
         let idle = ctx.cfg.connections_max_idle;
         let wait = head.as_ref().map_or(idle, |(_, by)| by.saturating_duration_since(Instant::now()).min(idle));
-        let read = match tokio::time::timeout(wait, rd.read_buf(&mut buf)).await {
+        let read = tokio::select! {
+            r = tokio::time::timeout(wait, rd.read_buf(&mut buf)) => r,
+            // The writer stopped (a client that takes no answers, an answer that cannot be
+            // made) and has counted why; nothing read now could be answered.
+            _ = tx.closed() => break None,
+        };
+        let read = match read {
             Ok(r) => r,
             Err(_) if head.as_ref().is_some_and(|(_, by)| Instant::now() >= *by) => {
                 let secs = ctx.cfg.request_read_timeout.as_secs_f64();
@@ -244,16 +251,27 @@ async fn write_loop(
     peer: SocketAddr,
     stats: Arc<KafkaStats>,
     in_flight: Arc<AtomicUsize>,
+    stall: Duration,
 ) -> Option<CloseReason> {
     let mut w = BufWriter::with_capacity(64 << 10, wr);
+    // A client that takes no bytes of its answers for the idle time is idle, though
+    // answers wait (Kafka's Selector sees no activity either): its answers are
+    // dropped with the connection instead of kept in memory for as long as it likes.
+    let stalled = |r: Result<std::io::Result<()>, tokio::time::error::Elapsed>| match r {
+        Ok(Ok(())) => None,
+        Ok(Err(_)) => Some(CloseReason::Io),
+        Err(_) => Some(CloseReason::Idle),
+    };
     while let Some(item) = rx.recv().await {
         let _done = Uncount(&in_flight);
         let reply = match item.slot {
             Slot::Done(r) => r,
             Slot::Pending(f) => {
                 // Send what is already answered before waiting on this one.
-                if !w.buffer().is_empty() && w.flush().await.is_err() {
-                    return Some(CloseReason::Io);
+                if !w.buffer().is_empty() {
+                    if let Some(why) = stalled(tokio::time::timeout(stall, w.flush()).await) {
+                        return Some(why);
+                    }
                 }
                 f.await
             }
@@ -268,8 +286,8 @@ async fn write_loop(
         }
         match reply {
             Ok(Some(frame)) => {
-                if w.write_all(&frame).await.is_err() {
-                    return Some(CloseReason::Io);
+                if let Some(why) = stalled(tokio::time::timeout(stall, w.write_all(&frame)).await) {
+                    return Some(why);
                 }
             }
             Ok(None) => {}
@@ -281,8 +299,10 @@ async fn write_loop(
             }
         }
         // Flush when nothing else is ready, so pipelined answers share a write.
-        if rx.is_empty() && w.flush().await.is_err() {
-            return Some(CloseReason::Io);
+        if rx.is_empty() {
+            if let Some(why) = stalled(tokio::time::timeout(stall, w.flush()).await) {
+                return Some(why);
+            }
         }
     }
     let _ = w.flush().await;
