@@ -412,6 +412,12 @@ impl Server {
     }
 }
 
+/// A server whose request memory (D87) is 64 MiB (56 for large requests: three
+/// 15 MB requests fit, a fourth waits) with a 3 s read deadline, for the tests that
+/// trickle requests at it.
+pub const SMALL_REQUEST_BUDGET: [&str; 6] =
+    ["--max-request-memory-mb", "64", "--kafka-max-frame-bytes", "16000000", "--request-read-timeout-secs", "3"];
+
 /// Resident memory of a process, bytes (`VmRSS`).
 pub fn rss_bytes(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc status");

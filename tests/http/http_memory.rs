@@ -12,14 +12,7 @@ const MB: u64 = 1 << 20;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trickled_bodies_hold_at_most_the_budget_are_refused_408_and_never_stop_small_requests() {
-    let api = Api::with(&[
-        "--max-request-memory-mb",
-        "64",
-        "--kafka-max-frame-bytes",
-        "16000000",
-        "--request-read-timeout-secs",
-        "3",
-    ]);
+    let api = Api::with(&common::SMALL_REQUEST_BUDGET);
     let (pid, port) = (api.s.pid(), api.s.port);
     let base = rss_bytes(pid);
     let body = 15_000_000usize;

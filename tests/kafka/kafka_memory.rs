@@ -13,14 +13,7 @@ const MB: u64 = 1 << 20;
 
 #[test]
 fn trickled_frames_hold_at_most_the_budget_time_out_and_never_stop_small_requests() {
-    let (s, port) = Server::start_kafka(&[
-        "--max-request-memory-mb",
-        "64",
-        "--kafka-max-frame-bytes",
-        "16000000",
-        "--request-read-timeout-secs",
-        "3",
-    ]);
+    let (s, port) = Server::start_kafka(&common::SMALL_REQUEST_BUDGET);
     let base = rss_bytes(s.pid());
     let frame = 15_000_000usize;
     let mut hostile: Vec<_> = (0..12).map(|_| trickle(port, &(frame as i32).to_be_bytes(), frame)).collect();
