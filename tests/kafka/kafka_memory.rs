@@ -103,3 +103,25 @@ fn a_client_that_takes_none_of_its_answers_is_closed_as_idle() {
     assert!(s.metric("baton_kafka_connections_closed_total{reason=\"idle\"}") >= 1.0);
     drop(greedy);
 }
+
+/// One budget for both doors: what Kafka clients hold is not there for an HTTP body.
+#[test]
+fn the_budget_is_shared_by_both_doors() {
+    let (s, port) = Server::start_kafka(&common::SMALL_REQUEST_BUDGET);
+    let frame = 15_000_000usize;
+    let mut kafka: Vec<_> = (0..3).map(|_| trickle(port, &(frame as i32).to_be_bytes(), frame)).collect();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while s.metric("baton_request_memory_bytes") < (3 * frame) as f64 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(s.metric("baton_request_memory_bytes") >= (3 * frame) as f64, "three Kafka frames held");
+    let waits = s.metric("baton_request_memory_waits_total");
+    // 45 MB of the 56 MiB large requests may use are taken: a 15 MB body waits for them.
+    let head = format!("POST /api/v1/push HTTP/1.1\r\nHost: x\r\nContent-Length: {frame}\r\n\r\n");
+    let mut http = trickle(s.port, head.as_bytes(), frame);
+    assert_eq!(s.metric("baton_request_memory_waits_total"), waits + 1.0, "the HTTP body waited for the Kafka frames");
+    for c in kafka.iter_mut().chain(std::iter::once(&mut http)) {
+        assert!(closed_within(c, Duration::from_secs(20)), "every trickled request ends on its deadline");
+    }
+    assert_eq!(s.metric("baton_request_memory_bytes"), 0.0);
+}
