@@ -49,3 +49,65 @@ async fn trickled_bodies_hold_at_most_the_budget_are_refused_408_and_never_stop_
     let popped = api.pop_some("mem", "").await;
     assert_eq!(popped.len(), 1, "only the small push was stored: {popped:?}");
 }
+
+/// D88: each fetch or pop answer was made whole in memory and kept until hyper wrote it,
+/// outside the budget: eight clients that asked for 36 MB each and read nothing grew the
+/// server by 466 MiB until the idle timeout. Now the records are held before they are read and the answer
+/// keeps the hold until sent, so the rest wait for memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_no_client_reads_hold_at_most_the_budget() {
+    let mut args = common::SMALL_REQUEST_BUDGET.to_vec();
+    args.extend(["--http-idle-timeout-secs", "2"]);
+    let api = Api::with(&args);
+    let (pid, port) = (api.s.pid(), api.s.port);
+    let value = "v".repeat(900_000);
+    for _ in 0..40 {
+        let (status, v) = api.post("/api/v1/push", json!({"items": [{"queue": "big", "payload": value}]})).await;
+        assert_eq!(status, 201, "{v}");
+    }
+    let base = rss_bytes(pid);
+    let waits = api.metric("baton_request_memory_waits_total").await;
+    let body = r#"{"entries":[{"queue":"big","offset":0,"maxBytes":50000000}]}"#;
+    let req = format!(
+        "POST /api/v1/fetch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    // Eight clients ask for all 36 MB and read none of it.
+    let greedy =
+        tokio::task::spawn_blocking(move || (0..8).map(|_| trickle(port, req.as_bytes(), 1)).collect::<Vec<_>>())
+            .await
+            .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while api.metric("baton_request_memory_waits_total").await < waits + 7.0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // One answer fits the 56 MiB large holds may use; the other seven wait to be made.
+    assert_eq!(api.metric("baton_request_memory_waits_total").await, waits + 7.0, "answers past the budget wait");
+    let held = api.metric("baton_request_memory_bytes").await as u64;
+    assert!((36_000_000..=64 * MB).contains(&held), "held {held} bytes");
+    // One answer and its copies while it is made (stored bytes, records, JSON), with room
+    // for the allocator: 466 MiB without the holds.
+    let grown = rss_bytes(pid).saturating_sub(base);
+    assert!(grown < 3 * 36 * MB + 40 * MB, "the server grew by {} MiB for 8 unread answers", grown / MB);
+
+    // Small requests pass meanwhile.
+    let t = Instant::now();
+    let (status, v) = api.post("/api/v1/push", json!({"items": [{"queue": "small", "payload": {"n": 1}}]})).await;
+    assert_eq!(status, 201, "{v}");
+    assert_eq!(api.pop_some("small", "").await.len(), 1);
+    assert!(t.elapsed() < Duration::from_secs(2), "small requests waited {:?}", t.elapsed());
+
+    // Each greedy client is closed as idle in turn, and its answer's hold given back.
+    tokio::task::spawn_blocking(move || {
+        for (i, mut c) in greedy.into_iter().enumerate() {
+            assert!(closed_within(&mut c, Duration::from_secs(40)), "greedy connection {i} still open");
+        }
+    })
+    .await
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while api.metric("baton_request_memory_bytes").await > 0.0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(api.metric("baton_request_memory_bytes").await, 0.0, "every answer's hold is given back");
+}

@@ -68,12 +68,8 @@ fn a_budget_that_cannot_hold_the_largest_frame_refuses_to_start() {
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "nothing made on disk");
 }
 
-/// A client that sent Fetches and never read the answers kept them in the server for
-/// as long as it liked: a connection with answers waiting was never idle, so the
-/// idle timeout never came, however long the client took none of them.
-#[test]
-fn a_client_that_takes_none_of_its_answers_is_closed_as_idle() {
-    let (s, port) = Server::start_kafka(&["--kafka-connections-max-idle-ms", "1500"]);
+/// A topic "big" of 40 batches of one 900 KB record, and a Fetch of up to 50 MB of it.
+fn big_topic_and_greedy_fetch(port: u16) -> FetchRequest {
     let mut k = Kafka::connect(port);
     k.create_topic("big", 1);
     let value = vec![b'v'; 900_000];
@@ -81,16 +77,22 @@ fn a_client_that_takes_none_of_its_answers_is_closed_as_idle() {
         let r = k.produce("big", 0, batch(&[&value], kafka_protocol::records::Compression::None, None), -1);
         assert_eq!(r.error_code, 0);
     }
-    drop(k);
+    fetch_req("big", 0, 0, 0, 0, -1).with_max_bytes(50_000_000).with_topics(vec![fetch_request::FetchTopic::default()
+        .with_topic(topic("big"))
+        .with_partitions(vec![fetch_request::FetchPartition::default()
+            .with_partition(0)
+            .with_fetch_offset(0)
+            .with_partition_max_bytes(50_000_000)])])
+}
+
+/// A client that sent Fetches and never read the answers kept them in the server for
+/// as long as it liked: a connection with answers waiting was never idle, so the
+/// idle timeout never came, however long the client took none of them.
+#[test]
+fn a_client_that_takes_none_of_its_answers_is_closed_as_idle() {
+    let (s, port) = Server::start_kafka(&["--kafka-connections-max-idle-ms", "1500"]);
     // 36 MB an answer, four answers: far more than the loopback socket buffers take.
-    let all = fetch_req("big", 0, 0, 0, 0, -1).with_max_bytes(50_000_000).with_topics(vec![
-        fetch_request::FetchTopic::default().with_topic(topic("big")).with_partitions(vec![
-            fetch_request::FetchPartition::default()
-                .with_partition(0)
-                .with_fetch_offset(0)
-                .with_partition_max_bytes(50_000_000),
-        ]),
-    ]);
+    let all = big_topic_and_greedy_fetch(port);
     let mut greedy = Kafka::connect(port);
     for _ in 0..4 {
         greedy.send(ApiKey::Fetch, 12, &all);
@@ -101,6 +103,57 @@ fn a_client_that_takes_none_of_its_answers_is_closed_as_idle() {
     }
     assert_eq!(s.metric("baton_kafka_connections_open"), 0.0, "the connection taking no answers is still open");
     assert!(s.metric("baton_kafka_connections_closed_total{reason=\"idle\"}") >= 1.0);
+    drop(greedy);
+}
+
+/// D88: each Fetch answer was built whole in memory and kept until written, outside the
+/// budget: eight clients that each asked for 36 MB and read nothing grew the server by 399 MiB
+/// for the idle time (ten minutes by default), and a few hundred would run it out
+/// of memory. Answers now hold the budget; one that does not fit is cut to its first batch.
+#[test]
+fn answers_no_client_reads_hold_at_most_the_budget_and_are_cut_to_one_batch() {
+    let mut args = common::SMALL_REQUEST_BUDGET.to_vec();
+    args.extend(["--kafka-connections-max-idle-ms", "4000"]);
+    let (s, port) = Server::start_kafka(&args);
+    let all = big_topic_and_greedy_fetch(port);
+    let base = rss_bytes(s.pid());
+    let mut greedy: Vec<Kafka> = (0..8).map(|_| Kafka::connect(port)).collect();
+    for g in &mut greedy {
+        g.send(ApiKey::Fetch, 12, &all);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.metric("baton_kafka_fetch_trimmed_total") < 7.0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // One 36 MB answer fits the 56 MiB large answers may use; the other seven are cut to
+    // one 900 KB batch each.
+    assert_eq!(s.metric("baton_kafka_fetch_trimmed_total"), 7.0, "answers past the budget are cut");
+    let held = s.metric("baton_request_memory_bytes") as u64;
+    assert!(held <= 56 * MB, "held {held} bytes");
+    // The cut answers fit the kernel's socket buffers and are written; the whole one is not.
+    assert!(held >= 36_000_000, "the answer waiting to be written is counted: {held}");
+    // What is held, and once more while an answer is encoded (its records are copied into
+    // the frame), with room for the allocator: 399 MiB without the holds.
+    let grown = rss_bytes(s.pid()).saturating_sub(base);
+    assert!(grown < 2 * 56 * MB + 40 * MB, "the server grew by {} MiB for 8 unread answers", grown / MB);
+
+    // A consumer that reads is still answered, and at once.
+    let t = Instant::now();
+    let mut reader = Kafka::connect(port);
+    let one = fetch_req("big", 0, 0, 0, 0, -1);
+    let r: FetchResponse = reader.call(ApiKey::Fetch, 12, &one);
+    let records = r.responses[0].partitions[0].records.as_ref().map_or(0, |b| b.len());
+    assert!(records >= 900_000, "a reader got {records} bytes");
+    assert!(t.elapsed() < Duration::from_secs(2), "a reader waited {:?}", t.elapsed());
+    drop(reader);
+
+    // The greedy clients are idle: closed, and what their answers held is given back.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while s.metric("baton_request_memory_bytes") > 0.0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(s.metric("baton_request_memory_bytes"), 0.0, "every answer's hold is given back");
+    assert!(s.metric("baton_kafka_connections_closed_total{reason=\"idle\"}") >= 8.0);
     drop(greedy);
 }
 

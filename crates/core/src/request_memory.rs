@@ -1,5 +1,7 @@
 //! The request-memory budget (D87): bytes of client requests being read or
-//! read and not yet answered, over both front doors together.
+//! read and not yet answered, over both front doors together; and (D88) the
+//! bytes of answers that carry records, from before the records are read
+//! until the answer is written.
 //!
 //! A door takes a hold for a request's claimed size (a Kafka frame's length
 //! prefix, an HTTP body's length) before it reads the request's bytes, and
@@ -54,6 +56,22 @@ impl MemoryHold {
     pub fn none() -> MemoryHold {
         MemoryHold(None)
     }
+
+    /// Takes `other` into this one, both given back together. Holds of another budget
+    /// (there is one per node) are given back now rather than mixed in.
+    pub fn absorb(&mut self, mut other: MemoryHold) {
+        match (&mut self.0, other.0.take()) {
+            (_, None) => {}
+            (None, theirs) => self.0 = theirs,
+            (Some((m, n)), Some((o, k))) if Arc::ptr_eq(m, &o) => *n += k,
+            (Some(_), theirs) => drop(MemoryHold(theirs)),
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.0.as_ref().map_or(0, |(_, n)| *n)
+    }
 }
 
 impl Drop for MemoryHold {
@@ -91,15 +109,40 @@ impl RequestMemory {
         (self.limit - self.reserve).max(SMALL_REQUEST.min(self.limit))
     }
 
+    /// Takes `n` (already clamped) if it is free now, under the same rule as [`Self::hold`].
+    fn take(&self, n: usize) -> bool {
+        let floor = if n > SMALL_REQUEST { self.reserve } else { 0 };
+        self.held.fetch_update(SeqCst, SeqCst, |h| (h + n + floor <= self.limit).then_some(h + n)).is_ok()
+    }
+
+    /// Holds `bytes` (at most [`Self::largest`]) if they are free now, without waiting:
+    /// for a caller that can make do with less (a Fetch answer trimmed to its first batch).
+    pub fn try_hold(self: &Arc<Self>, bytes: usize) -> Option<MemoryHold> {
+        let n = bytes.min(self.largest());
+        if n == 0 {
+            return Some(MemoryHold(None));
+        }
+        self.take(n).then(|| MemoryHold(Some((self.clone(), n))))
+    }
+
+    /// Counts `bytes` already in memory, without waiting and past the budget if need be: an
+    /// answer that came out larger than what was held before it was made (JSON's escapes).
+    /// Anything that waits for a hold waits for these to be given back too.
+    pub fn count(self: &Arc<Self>, bytes: usize) -> MemoryHold {
+        if bytes == 0 {
+            return MemoryHold(None);
+        }
+        self.held.fetch_add(bytes, SeqCst);
+        MemoryHold(Some((self.clone(), bytes)))
+    }
+
     /// Waits until `bytes` (at most [`Self::largest`]) are free, then holds them.
     pub async fn hold(self: &Arc<Self>, bytes: usize) -> MemoryHold {
         let n = bytes.min(self.largest());
         if n == 0 {
             return MemoryHold(None);
         }
-        let floor = if n > SMALL_REQUEST { self.reserve } else { 0 };
-        let take =
-            || self.held.fetch_update(SeqCst, SeqCst, |h| (h + n + floor <= self.limit).then_some(h + n)).is_ok();
+        let take = || self.take(n);
         if take() {
             return MemoryHold(Some((self.clone(), n)));
         }
@@ -194,6 +237,40 @@ mod tests {
         assert_eq!(m.held(), 3 * MB + MB + 2 * MB + 1, "b, the smalls, big and one byte");
         drop((b, big, one_more, smalls));
         assert_eq!(m.held(), 0);
+    }
+
+    #[tokio::test]
+    async fn try_hold_takes_only_what_is_free_now_under_the_same_rule() {
+        let m = RequestMemory::new(8 * MB);
+        let a = m.try_hold(6 * MB).expect("free");
+        assert!(m.try_hold(2 * MB).is_none(), "a large hold must not take the last eighth");
+        assert_eq!(m.held(), 6 * MB, "a refused try holds nothing");
+        let small = m.try_hold(SMALL_REQUEST).expect("a small one may use the last eighth");
+        assert!(m.try_hold(0).is_some());
+        assert_eq!((m.held(), m.waits()), (6 * MB + SMALL_REQUEST, 0), "a try never waits");
+        drop((a, small));
+        assert_eq!(m.held(), 0);
+    }
+
+    #[tokio::test]
+    async fn counted_bytes_go_past_the_budget_make_holds_wait_and_absorbed_ones_go_back_together() {
+        let m = RequestMemory::new(8 * MB);
+        let mut a = m.hold(2 * MB).await;
+        a.absorb(m.count(7 * MB));
+        assert_eq!((a.bytes(), m.held()), (9 * MB, 9 * MB), "counted past the budget");
+        let small = spawn_hold(&m, 1);
+        settle().await;
+        assert!(!small.is_finished(), "nothing is free while counted bytes fill the budget");
+        let mut none = MemoryHold::none();
+        none.absorb(MemoryHold::none());
+        assert_eq!(none.bytes(), 0);
+        let other = RequestMemory::new(MB);
+        a.absorb(other.hold(10).await);
+        assert_eq!((a.bytes(), other.held()), (9 * MB, 0), "another budget's hold is given back, not mixed in");
+        drop(a);
+        let small = tokio::time::timeout(Duration::from_secs(5), small).await.unwrap().unwrap();
+        assert_eq!(m.held(), 1);
+        drop(small);
     }
 
     async fn take_smalls(m: &Arc<RequestMemory>, k: usize, n: usize) -> Vec<MemoryHold> {

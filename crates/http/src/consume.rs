@@ -13,6 +13,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use baton_core::request_memory::MemoryHold;
 use baton_core::{
     message_uuid, parse_lease_uuid, parse_partition_uuid, partition_uuid, AckItem, AckStatus, ErrorKind, PopRequest,
     PopResult, QUEUE_MODE,
@@ -213,9 +214,9 @@ pub(crate) async fn attempt_wide(
     queues: &[String],
     n: u32,
 ) -> Result<Option<Response>, ApiError> {
-    let Some((first, queue)) = attempt_body(app, req, queues).await? else { return Ok(None) };
+    let Some((first, queue, mut mem)) = attempt_body(app, req, queues).await? else { return Ok(None) };
     if n <= 1 || req.partition.is_some() {
-        return Ok(Some(json_body(first)));
+        return Ok(Some(crate::held::json(app, first, mem)));
     }
     let bad = |e: serde_json::Error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "render_failed", e.to_string());
     let mut answer: serde_json::Value = serde_json::from_slice(&first).map_err(bad)?;
@@ -225,7 +226,8 @@ pub(crate) async fn attempt_wide(
     more.queue = queue;
     while claimed < n && taken < req.batch {
         more.batch = req.batch - taken;
-        let Some((next, _)) = attempt_body(app, &more, &[]).await? else { break };
+        let Some((next, _, held)) = attempt_body(app, &more, &[]).await? else { break };
+        mem.absorb(held);
         let next: serde_json::Value = serde_json::from_slice(&next).map_err(bad)?;
         let msgs = next["messages"].as_array().cloned().unwrap_or_default();
         taken += msgs.len() as u32;
@@ -235,11 +237,17 @@ pub(crate) async fn attempt_wide(
         }
     }
     answer["partitionsClaimed"] = claimed.into();
-    Ok(Some(Json(answer).into_response()))
+    let body = serde_json::to_vec(&answer).map_err(bad)?;
+    Ok(Some(crate::held::json(app, body, mem)))
 }
 
-/// One pop without waiting, as the JSON body bytes and the queue it came from.
-async fn attempt_body(app: &App, req: &PopRequest, queues: &[String]) -> Result<Option<(Vec<u8>, String)>, ApiError> {
+/// One pop without waiting, as the JSON body bytes, the queue it came from, and the
+/// request memory held for it (D88).
+async fn attempt_body(
+    app: &App,
+    req: &PopRequest,
+    queues: &[String],
+) -> Result<Option<(Vec<u8>, String, MemoryHold)>, ApiError> {
     // Pops that leased only records compaction had dropped, settled and tried again (D50).
     let mut compacted_away = 0;
     loop {
@@ -251,6 +259,7 @@ async fn attempt_body(app: &App, req: &PopRequest, queues: &[String]) -> Result<
             Ok(Some(r)) => {
                 let lease = r.lease.map(|l| (l, r.part, r.group.clone(), r.messages.first().map(|m| m.0)));
                 let (group, queue) = (r.group.clone(), r.queue.clone());
+                let mem = crate::held::before_read(app, r.spans.iter().map(|s| s.len as u64).sum()).await;
                 match (render_pop(r), lease) {
                     (Err(e), Some(lease)) => {
                         release(app, lease, &e).await;
@@ -262,9 +271,9 @@ async fn attempt_body(app: &App, req: &PopRequest, queues: &[String]) -> Result<
                         if shown == 0 && compacted_away < MAX_COMPACTED_POPS {
                             continue;
                         }
-                        return Ok(Some((answer, queue)));
+                        return Ok(Some((answer, queue, mem)));
                     }
-                    (answer, _) => return answer.map(|(a, ..)| Some((a, queue))),
+                    (answer, _) => return answer.map(|(a, ..)| Some((a, queue, mem))),
                 }
             }
             Ok(None) => return Ok(None),

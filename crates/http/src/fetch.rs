@@ -14,8 +14,7 @@ use crate::render::read_records;
 use crate::App;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::response::Response;
 use baton_core::FetchRequest;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -113,10 +112,9 @@ pub async fn fetch(State(app): State<App>, JsonBody(body): JsonBody<FetchBody>) 
             committed: true,
         })
         .collect();
-    let results = app.engine.fetch(reqs).await?;
+    let mut results = app.engine.fetch(reqs).await?;
     let mut used = 0u64;
-    let mut entries = Vec::with_capacity(results.len());
-    for mut r in results {
+    for r in &mut results {
         // The engine gives each entry its first batch even past its limit (so a
         // reader gets past a large batch); past the whole budget only the very
         // first batch of the answer is kept.
@@ -129,6 +127,11 @@ pub async fn fetch(State(app): State<App>, JsonBody(body): JsonBody<FetchBody>) 
         });
         let keep = keep.count();
         r.spans.truncate(keep);
+    }
+    // D88: held before the records are read, until the answer is sent.
+    let mem = crate::held::before_read(&app, used).await;
+    let mut entries = Vec::with_capacity(results.len());
+    for r in results {
         let recs = read_records(&r.spans, |o| o >= r.from_offset && o < r.last_stable && !r.hides(o))
             .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?;
         let records = recs
@@ -153,5 +156,7 @@ pub async fn fetch(State(app): State<App>, JsonBody(body): JsonBody<FetchBody>) 
             error,
         });
     }
-    Ok(Json(FetchAnswer { entries }).into_response())
+    let body = serde_json::to_vec(&FetchAnswer { entries })
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "render_failed", e.to_string()))?;
+    Ok(crate::held::json(&app, body, mem))
 }

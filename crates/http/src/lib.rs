@@ -16,6 +16,7 @@ mod fetch;
 mod forward;
 #[doc(hidden)]
 pub mod fuzzing;
+mod held;
 mod kv;
 mod listen;
 mod locks;

@@ -19,7 +19,9 @@
 //! the moment its length prefix is read until its answer is ready: past the
 //! budget the reader waits before reading the frame's bytes, and a frame
 //! whose bytes do not all arrive within the request read timeout closes the
-//! connection, so a client trickling frames cannot keep memory forever.
+//! connection, so a client trickling frames cannot keep memory forever. An
+//! answer that carries records keeps the hold its handler took for them
+//! (D88) until the writer has put it in the socket.
 
 use crate::frame::{self, Parsed};
 use crate::metrics::CloseReason;
@@ -46,7 +48,21 @@ const MAX_IN_FLIGHT: usize = 64;
 
 /// What a request produces: a response frame, nothing (Produce with acks=0),
 /// or a reason to close the connection.
-pub type Reply = Result<Option<Bytes>, String>;
+pub type Reply = Result<Option<Answer>, String>;
+
+/// A response frame and the request memory held for what it carries (a
+/// Fetch's records, D88), given back once the frame is written: an answer a
+/// client does not read stays counted until the connection closes.
+pub struct Answer {
+    pub frame: Bytes,
+    pub mem: MemoryHold,
+}
+
+impl From<Bytes> for Answer {
+    fn from(frame: Bytes) -> Answer {
+        Answer { frame, mem: MemoryHold::none() }
+    }
+}
 type Pending = Pin<Box<dyn Future<Output = Reply> + Send>>;
 
 enum Slot {
@@ -107,7 +123,8 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) {
                     let at = Instant::now();
                     match gate.raw_token(&token, &ctx.stats) {
                         Ok(reply) => {
-                            let item = Item { slot: Slot::Done(Ok(Some(reply))), api: None, at, mem: take_mem() };
+                            let item =
+                                Item { slot: Slot::Done(Ok(Some(reply.into()))), api: None, at, mem: take_mem() };
                             if send(item).await.is_err() {
                                 break None;
                             }
@@ -141,7 +158,10 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) {
                                 Parsed::Request(r) | Parsed::Unsupported(r) => (r.header.correlation_id, r.version),
                                 Parsed::ApiVersionsFallback { correlation_id } => (*correlation_id, 0),
                             };
-                            (Slot::Done(frame::encode_response(cid, api, version, &body).map(Some)), close)
+                            (
+                                Slot::Done(frame::encode_response(cid, api, version, &body).map(|f| Some(f.into()))),
+                                close,
+                            )
                         }
                         Verdict::Pass => {
                             if let Parsed::Unsupported(r) = &parsed {
@@ -285,10 +305,12 @@ async fn write_loop(
             }
         }
         match reply {
-            Ok(Some(frame)) => {
+            Ok(Some(Answer { frame, mem })) => {
                 if let Some(why) = stalled(tokio::time::timeout(stall, w.write_all(&frame)).await) {
                     return Some(why);
                 }
+                // Its bytes are in the socket or in the writer's buffer (at most its capacity).
+                drop((frame, mem));
             }
             Ok(None) => {}
             Err(reason) => {

@@ -7,7 +7,8 @@
 use crate::errors::*;
 use crate::sessions::{Said, Want};
 use crate::topics::{kafka_partitions, queue_view};
-use crate::Ctx;
+use crate::{Ctx, KafkaStats};
+use baton_core::request_memory::MemoryHold;
 use baton_core::{FetchRequest as CoreFetch, FetchResult, Query, QueryResult};
 use bytes::{Bytes, BytesMut};
 use futures_util::future::select_all;
@@ -30,13 +31,14 @@ struct Part {
     take: usize,
 }
 
-pub async fn fetch(ctx: &Ctx, req: FetchRequest, version: i16) -> FetchResponse {
+/// The answer, and the request memory held for the records it carries (D88).
+pub async fn fetch(ctx: &Ctx, req: FetchRequest, version: i16) -> (FetchResponse, MemoryHold) {
     let start = Instant::now();
     let wait = std::time::Duration::from_millis(req.max_wait_ms.max(0) as u64).min(ctx.cfg.max_fetch_wait);
     let deadline = start + wait;
     let (mode, wants) = match ctx.sessions.open(&req, version, start) {
         Ok(x) => x,
-        Err(code) => return FetchResponse::default().with_error_code(code).with_session_id(0),
+        Err(code) => return (FetchResponse::default().with_error_code(code).with_session_id(0), MemoryHold::none()),
     };
     let mut topics: Vec<String> = wants.iter().map(|w| w.topic.clone()).collect();
     topics.sort();
@@ -46,7 +48,7 @@ pub async fn fetch(ctx: &Ctx, req: FetchRequest, version: i16) -> FetchResponse 
     // asks, and "no limit" (<= 0) is the cap, so one answer stays bounded.
     let cap = ctx.cfg.fetch_max_bytes;
     let max_bytes = if req.max_bytes > 0 { (req.max_bytes as u64).min(cap) } else { cap };
-    let parts = loop {
+    let mut parts = loop {
         // Arm the notifiers before looking, so a produce that lands between
         // the look and the wait still wakes us.
         let notifies: Vec<_> = topics.iter().map(|t| ctx.engine.notifier(t)).collect();
@@ -72,6 +74,7 @@ pub async fn fetch(ctx: &Ctx, req: FetchRequest, version: i16) -> FetchResponse 
             }
         }
     };
+    let mem = hold_answer(ctx, &mut parts).await;
     let verdicts: Vec<_> = parts
         .iter()
         .map(|p| {
@@ -101,7 +104,32 @@ pub async fn fetch(ctx: &Ctx, req: FetchRequest, version: i16) -> FetchResponse 
     if version >= 7 {
         resp.session_id = mode.session_id();
     }
-    resp
+    (resp, mem)
+}
+
+/// D88: the records an answer carries are held in the node's request memory
+/// before they are read from storage, until the answer is written, so
+/// answers that clients do not read cannot add up past the budget. When that
+/// much is not free now, the answer is cut to its first batch (KIP-74's
+/// least, so a consumer still moves) and waits only for that; a consumer
+/// asks again for the rest.
+async fn hold_answer(ctx: &Ctx, parts: &mut [Part]) -> MemoryHold {
+    let memory = &ctx.cfg.request_memory;
+    let total: u64 = parts.iter().map(taken_bytes).sum();
+    if let Some(held) = memory.try_hold(usize::try_from(total).unwrap_or(usize::MAX)) {
+        return held;
+    }
+    KafkaStats::bump(&ctx.stats.fetch_trimmed);
+    let mut first = None;
+    for p in parts.iter_mut() {
+        if p.take > 0 && first.is_none() {
+            p.take = 1;
+            first = p.result.as_ref().map(|r| r.spans[0].len as usize);
+        } else {
+            p.take = 0;
+        }
+    }
+    memory.hold(first.unwrap_or(0)).await
 }
 
 fn taken_bytes(p: &Part) -> u64 {

@@ -2,12 +2,13 @@
 //! for Produce with acks=0). Every API in the table has an arm here; the
 //! handlers live with their subject (topics, produce, fetch, groups).
 
-use crate::conn::Reply;
+use crate::conn::{Answer, Reply};
 use crate::errors::{error_response, UNSUPPORTED_VERSION};
 use crate::frame::{encode_response, Parsed, Request};
 use crate::{
     admin, cluster, fetch, groups, produce, share, share_ack, share_admin, share_fetch, topics, txn, versions, Ctx,
 };
+use baton_core::request_memory::MemoryHold;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
@@ -17,12 +18,12 @@ pub async fn handle(ctx: Arc<Ctx>, parsed: Parsed, peer: SocketAddr) -> Reply {
     match parsed {
         Parsed::ApiVersionsFallback { correlation_id } => {
             let body = ResponseKind::ApiVersions(versions::api_versions_response(UNSUPPORTED_VERSION));
-            encode_response(correlation_id, ApiKey::ApiVersions, 0, &body).map(Some)
+            encode_response(correlation_id, ApiKey::ApiVersions, 0, &body).map(|f| Some(f.into()))
         }
         Parsed::Unsupported(r) => match error_response(&r.body, r.version, UNSUPPORTED_VERSION) {
             Some(body) => {
                 ctx.stats.answered(r.api, &body);
-                encode_response(r.header.correlation_id, r.api, r.version, &body).map(Some)
+                encode_response(r.header.correlation_id, r.api, r.version, &body).map(|f| Some(f.into()))
             }
             None => Err(format!("{:?} v{} is not supported", r.api, r.version)),
         },
@@ -38,7 +39,7 @@ pub async fn handle(ctx: Arc<Ctx>, parsed: Parsed, peer: SocketAddr) -> Reply {
                 ctx.stats.produce_bytes.fetch_add(n as u64, Relaxed);
             }
             match respond(&ctx, r, peer).await? {
-                Some(body) => {
+                Some((body, mem)) => {
                     ctx.stats.answered(api, &body);
                     if let ResponseKind::Fetch(f) = &body {
                         let n: usize = f
@@ -49,7 +50,9 @@ pub async fn handle(ctx: Arc<Ctx>, parsed: Parsed, peer: SocketAddr) -> Reply {
                             .sum();
                         ctx.stats.fetch_bytes.fetch_add(n as u64, Relaxed);
                     }
-                    encode_response(cid, api, version, &body).map(Some)
+                    // The records' bytes are copied into the frame and dropped with `body`;
+                    // the hold now stands for the frame's copy until it is written.
+                    encode_response(cid, api, version, &body).map(|frame| Some(Answer { frame, mem }))
                 }
                 None => Ok(None),
             }
@@ -57,8 +60,9 @@ pub async fn handle(ctx: Arc<Ctx>, parsed: Parsed, peer: SocketAddr) -> Reply {
     }
 }
 
-/// `Ok(None)` only for Produce with acks=0.
-async fn respond(ctx: &Ctx, r: Request, peer: SocketAddr) -> Result<Option<ResponseKind>, String> {
+/// `Ok(None)` only for Produce with acks=0. With the answer, the request memory held for
+/// the records it carries (D88; nothing for an answer without records).
+async fn respond(ctx: &Ctx, r: Request, peer: SocketAddr) -> Result<Option<(ResponseKind, MemoryHold)>, String> {
     use RequestKind as Q;
     use ResponseKind as R;
     let v = r.version;
@@ -69,16 +73,21 @@ async fn respond(ctx: &Ctx, r: Request, peer: SocketAddr) -> Result<Option<Respo
         if matches!(&r.body, Q::Produce(q) if q.acks == 0) {
             return Err("acks=0 produce to a member that does not lead".into());
         }
-        return Ok(Some(refused));
+        return Ok(Some((refused, MemoryHold::none())));
     }
-    Ok(Some(match r.body {
+    let mut mem = MemoryHold::none();
+    let body = match r.body {
         Q::ApiVersions(_) => R::ApiVersions(versions::api_versions_response(0)),
         Q::Metadata(q) => R::Metadata(topics::metadata(ctx, q, v).await),
         Q::Produce(q) => match produce::produce(ctx, q, v).await {
             Some(p) => R::Produce(p),
             None => return Ok(None),
         },
-        Q::Fetch(q) => R::Fetch(fetch::fetch(ctx, q, v).await),
+        Q::Fetch(q) => {
+            let (answer, held) = fetch::fetch(ctx, q, v).await;
+            mem = held;
+            R::Fetch(answer)
+        }
         Q::ListOffsets(q) => R::ListOffsets(fetch::list_offsets(ctx, q, v).await),
         Q::CreateTopics(q) => R::CreateTopics(topics::create_topics(ctx, q, v).await),
         Q::DeleteTopics(q) => R::DeleteTopics(topics::delete_topics(ctx, q, v).await),
@@ -113,7 +122,11 @@ async fn respond(ctx: &Ctx, r: Request, peer: SocketAddr) -> Result<Option<Respo
             R::ShareGroupHeartbeat(share::heartbeat(ctx, q, &client_id, &peer.ip().to_string()).await)
         }
         Q::ShareGroupDescribe(q) => R::ShareGroupDescribe(share::describe(ctx, q)),
-        Q::ShareFetch(q) => R::ShareFetch(share_fetch::fetch(ctx, q).await),
+        Q::ShareFetch(q) => {
+            let (answer, held) = share_fetch::fetch(ctx, q).await;
+            mem = held;
+            R::ShareFetch(answer)
+        }
         Q::ShareAcknowledge(q) => R::ShareAcknowledge(share_ack::acknowledge_request(ctx, q).await),
         Q::DescribeShareGroupOffsets(q) => R::DescribeShareGroupOffsets(share_admin::describe_offsets(ctx, q).await),
         Q::AlterShareGroupOffsets(q) => R::AlterShareGroupOffsets(share_admin::alter_offsets(ctx, q).await),
@@ -123,5 +136,6 @@ async fn respond(ctx: &Ctx, r: Request, peer: SocketAddr) -> Result<Option<Respo
         // request before it gets here, so an API without an arm is a bug in
         // the table: close rather than guess.
         _ => return Err(format!("{:?} is in the table but has no handler", r.api)),
-    }))
+    };
+    Ok(Some((body, mem)))
 }

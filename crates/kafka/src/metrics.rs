@@ -102,6 +102,8 @@ pub struct KafkaStats {
     pub unsupported_versions: AtomicU64,
     pub produce_bytes: AtomicU64,
     pub fetch_bytes: AtomicU64,
+    /// Fetch answers cut to their first batch: the request memory could not hold them whole (D88).
+    pub fetch_trimmed: AtomicU64,
     pub sasl_successes: AtomicU64,
     pub sasl_failures: AtomicU64,
     /// Share groups (D49): sessions and members now, records acquired and settled.
@@ -128,6 +130,7 @@ impl Default for KafkaStats {
             unsupported_versions: AtomicU64::new(0),
             produce_bytes: AtomicU64::new(0),
             fetch_bytes: AtomicU64::new(0),
+            fetch_trimmed: AtomicU64::new(0),
             sasl_successes: AtomicU64::new(0),
             sasl_failures: AtomicU64::new(0),
             share_sessions: AtomicU64::new(0),
@@ -258,6 +261,12 @@ impl KafkaStats {
             "baton_kafka_fetch_bytes_total",
             "Record-batch bytes sent in Kafka Fetch answers.",
             self.fetch_bytes.load(Relaxed),
+        );
+        c(
+            out,
+            "baton_kafka_fetch_trimmed_total",
+            "Kafka Fetch answers cut to their first batch because the request memory could not hold them whole (D88).",
+            self.fetch_trimmed.load(Relaxed),
         );
         let _ = writeln!(
             out,

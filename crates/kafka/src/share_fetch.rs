@@ -12,6 +12,7 @@ use crate::share_ack::{batches_of, settle_request, AckBatches};
 use crate::share_groups::{Held, SharePart};
 use crate::topics::{s, topic_id};
 use crate::Ctx;
+use baton_core::request_memory::MemoryHold;
 use baton_core::{CoreError, PopRequest, PopResult};
 use bytes::{Bytes, BytesMut};
 use futures_util::future::{join_all, select_all};
@@ -101,7 +102,7 @@ async fn acquire(
     turn: usize,
     wait: Duration,
     settings: &ShareSettings,
-) -> HashMap<SharePart, Got> {
+) -> (HashMap<SharePart, Got>, MemoryHold) {
     let deadline = Instant::now() + wait;
     let lock = settings.lock;
     let lease_secs = lock.as_millis().div_ceil(1000).max(1) as u64;
@@ -121,7 +122,7 @@ async fn acquire(
             })
             .unwrap_or_default();
         if free.is_empty() {
-            return out;
+            return (out, MemoryHold::none());
         }
         let mut topics: Vec<String> = free.iter().map(|(_, t)| t.clone()).collect();
         topics.sort();
@@ -150,6 +151,9 @@ async fn acquire(
             })
         });
         let results = join_all(pops).await;
+        // D88: what the answer carries is held before it is read, until it is written.
+        let bytes: u64 = results.iter().flatten().flatten().flat_map(|p| &p.spans).map(|s| s.len as u64).sum();
+        let mem = ctx.cfg.request_memory.hold(usize::try_from(bytes).unwrap_or(usize::MAX)).await;
         let mut taken: Vec<(SharePart, Held)> = Vec::new();
         for ((key, topic), r) in free.iter().zip(results) {
             match r {
@@ -191,11 +195,11 @@ async fn acquire(
             if orphans.is_none() {
                 // The session closed while the pops ran: give the leases back.
                 release(ctx, group, taken.into_iter().map(|(_, h)| h).collect()).await;
-                return HashMap::new();
+                return (HashMap::new(), MemoryHold::none());
             }
         }
         if !out.is_empty() || Instant::now() >= deadline {
-            return out;
+            return (out, mem);
         }
         tokio::select! {
             _ = select_all(waits) => {}
@@ -208,7 +212,14 @@ fn leader(ctx: &Ctx) -> LeaderIdAndEpoch {
     LeaderIdAndEpoch::default().with_leader_id(ctx.topology().me).with_leader_epoch(0)
 }
 
-pub async fn fetch(ctx: &Ctx, req: ShareFetchRequest) -> ShareFetchResponse {
+/// The answer, and the request memory held for the records it carries (D88).
+pub async fn fetch(ctx: &Ctx, req: ShareFetchRequest) -> (ShareFetchResponse, MemoryHold) {
+    let mut mem = MemoryHold::none();
+    let r = answer(ctx, req, &mut mem).await;
+    (r, mem)
+}
+
+async fn answer(ctx: &Ctx, req: ShareFetchRequest, mem: &mut MemoryHold) -> ShareFetchResponse {
     let r = ShareFetchResponse::default();
     let (Some(group), Some(member)) = (req.group_id.as_ref(), req.member_id.as_ref()) else {
         return r
@@ -306,7 +317,7 @@ pub async fn fetch(ctx: &Ctx, req: ShareFetchRequest) -> ShareFetchResponse {
         let max = if req.max_records <= 0 { DEFAULT_MAX_RECORDS } else { req.max_records.min(MAX_RECORDS) };
         let wait = Duration::from_millis(req.max_wait_ms.max(0) as u64).min(ctx.cfg.max_fetch_wait);
         let strict = req.share_acquire_mode == RECORD_LIMIT;
-        got = acquire(ctx, (&group, &member), max, strict, epoch.max(0) as usize, wait, &settings).await;
+        (got, *mem) = acquire(ctx, (&group, &member), max, strict, epoch.max(0) as usize, wait, &settings).await;
     }
     // Partitions the session names whose topic is gone.
     if epoch != -1 {
