@@ -46,6 +46,19 @@ fn http_get(s: &Server, path: &str) -> (u16, Value) {
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
+/// A member "m" of share group `group` (reading from the earliest) that has fetched, in
+/// its session's first ShareFetch, the `n` records just produced to partition 0 of a new
+/// topic: its connection, the topic's id and that answer.
+fn member_holding(port: u16, (name, n, tag): (&str, usize, &str), group: &str) -> (Kafka, Uuid, ShareFetchResponse) {
+    let mut k = Kafka::connect(port);
+    let t = topic_id(&mut k, name);
+    produce_n(&mut k, name, 0, n, tag);
+    share_from_earliest(&mut k, group);
+    heartbeat(&mut k, group, "m", 0, Some(&[name]));
+    let r = share_fetch(&mut k, group, "m", 0, &[(t, 0, vec![])], 1000);
+    (k, t, r)
+}
+
 fn produce_n(k: &mut Kafka, t: &str, p: i32, n: usize, tag: &str) {
     let vals: Vec<Vec<u8>> = (0..n).map(|i| format!("\"{tag}-{i}\"").into_bytes()).collect();
     let refs: Vec<&[u8]> = vals.iter().map(|v| v.as_slice()).collect();
@@ -118,12 +131,7 @@ fn accept_release_and_reject_map_to_ack_retry_and_dead_letter() {
 #[test]
 fn an_acquisition_runs_out_with_its_lock_and_is_delivered_again() {
     let (s, port) = Server::start_kafka(&["--kafka-share-record-lock-ms", "1000"]);
-    let mut k = Kafka::connect(port);
-    let t = topic_id(&mut k, "lk");
-    produce_n(&mut k, "lk", 0, 3, "x");
-    share_from_earliest(&mut k, "lg");
-    heartbeat(&mut k, "lg", "m", 0, Some(&["lk"]));
-    let r = share_fetch(&mut k, "lg", "m", 0, &[(t, 0, vec![])], 1000);
+    let (mut k, t, r) = member_holding(port, ("lk", 3, "x"), "lg");
     assert_eq!(r.acquisition_lock_timeout_ms, 1000);
     assert_eq!(acquired(&r, t, 0).len(), 3);
     std::thread::sleep(Duration::from_millis(1500));
@@ -214,12 +222,7 @@ fn hostile_and_confused_requests_get_precise_errors() {
 #[test]
 fn closing_a_session_settles_its_last_acknowledgements_and_releases_the_rest_without_charge() {
     let (s, port) = Server::start_kafka(&[]);
-    let mut k = Kafka::connect(port);
-    let t = topic_id(&mut k, "cq");
-    produce_n(&mut k, "cq", 0, 4, "c");
-    share_from_earliest(&mut k, "cg");
-    heartbeat(&mut k, "cg", "m", 0, Some(&["cq"]));
-    let r = share_fetch(&mut k, "cg", "m", 0, &[(t, 0, vec![])], 500);
+    let (mut k, t, r) = member_holding(port, ("cq", 4, "c"), "cg");
     assert_eq!(acquired(&r, t, 0).len(), 4);
     // The closing acknowledge accepts 0 and 1; 2 and 3 go back at once, still first deliveries.
     let r = share_ack(&mut k, "cg", "m", -1, t, 0, vec![(0, 1, vec![ACCEPT])]);
@@ -267,12 +270,7 @@ fn closing_a_session_settles_its_last_acknowledgements_and_releases_the_rest_wit
 #[test]
 fn a_restart_loses_sessions_and_members_but_not_the_leases_they_held() {
     let (mut s, port) = Server::start_kafka(&["--kafka-share-record-lock-ms", "1500"]);
-    let mut k = Kafka::connect(port);
-    let t = topic_id(&mut k, "rq");
-    produce_n(&mut k, "rq", 0, 3, "r");
-    share_from_earliest(&mut k, "rg");
-    heartbeat(&mut k, "rg", "m", 0, Some(&["rq"]));
-    let r = share_fetch(&mut k, "rg", "m", 0, &[(t, 0, vec![])], 1000);
+    let (_k, t, r) = member_holding(port, ("rq", 3, "r"), "rg");
     assert_eq!(acquired(&r, t, 0).len(), 3);
     s.kill9();
     s.restart();
@@ -309,12 +307,7 @@ fn ack_code(r: &ShareAcknowledgeResponse) -> i16 {
 #[test]
 fn a_release_gives_back_only_that_record_and_the_rest_stay_acquired() {
     let (s, port) = Server::start_kafka(&["--kafka-default-partitions", "1"]);
-    let mut k = Kafka::connect(port);
-    let t = topic_id(&mut k, "rl");
-    produce_n(&mut k, "rl", 0, 6, "r");
-    share_from_earliest(&mut k, "rg");
-    heartbeat(&mut k, "rg", "m", 0, Some(&["rl"]));
-    let r = share_fetch(&mut k, "rg", "m", 0, &[(t, 0, vec![])], 1000);
+    let (mut k, t, r) = member_holding(port, ("rl", 6, "r"), "rg");
     assert_eq!(dc(&r, t), (0..6).map(|o| (o, 1)).collect::<Vec<_>>());
     // The application saw 0 and 1 only: it accepts 0 and releases 1.
     assert_eq!(ack_code(&share_ack(&mut k, "rg", "m", 1, t, 0, vec![(0, 1, vec![ACCEPT, RELEASE])])), 0);
@@ -341,12 +334,7 @@ fn a_release_gives_back_only_that_record_and_the_rest_stay_acquired() {
 #[test]
 fn releases_are_charged_once_each_in_one_request_and_when_the_member_leaves() {
     let (s, port) = Server::start_kafka(&["--kafka-default-partitions", "1"]);
-    let mut k = Kafka::connect(port);
-    let t = topic_id(&mut k, "rm");
-    produce_n(&mut k, "rm", 0, 4, "r");
-    share_from_earliest(&mut k, "mg");
-    heartbeat(&mut k, "mg", "m", 0, Some(&["rm"]));
-    let r = share_fetch(&mut k, "mg", "m", 0, &[(t, 0, vec![])], 1000);
+    let (mut k, t, r) = member_holding(port, ("rm", 4, "r"), "mg");
     assert_eq!(dc(&r, t).len(), 4);
     let acks = vec![(0, 3, vec![RELEASE, ACCEPT, RELEASE, ACCEPT])];
     let r = share_fetch(&mut k, "mg", "m", 1, &[(t, 0, acks)], 1000);
@@ -371,12 +359,8 @@ fn releases_are_charged_once_each_in_one_request_and_when_the_member_leaves() {
 #[test]
 fn a_record_acknowledged_twice_in_one_request_is_refused_and_nothing_changes() {
     let (_s, port) = Server::start_kafka(&["--kafka-default-partitions", "1"]);
-    let mut k = Kafka::connect(port);
-    let t = topic_id(&mut k, "dq");
-    produce_n(&mut k, "dq", 0, 2, "d");
-    share_from_earliest(&mut k, "dg");
-    heartbeat(&mut k, "dg", "m", 0, Some(&["dq"]));
-    assert_eq!(dc(&share_fetch(&mut k, "dg", "m", 0, &[(t, 0, vec![])], 1000), t).len(), 2);
+    let (mut k, t, r) = member_holding(port, ("dq", 2, "d"), "dg");
+    assert_eq!(dc(&r, t).len(), 2);
     let r = share_ack(&mut k, "dg", "m", 1, t, 0, vec![(0, 0, vec![ACCEPT]), (0, 0, vec![RELEASE])]);
     assert_eq!(ack_code(&r), INVALID_REQUEST);
     // Both records are still held and settle normally.
