@@ -211,6 +211,18 @@ impl Server {
         text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok()).unwrap_or(0.0)
     }
 
+    /// `series` once `ok` holds for it, or its value when `within` has passed.
+    pub fn metric_when(&self, series: &str, ok: impl Fn(f64) -> bool, within: Duration) -> f64 {
+        let deadline = Instant::now() + within;
+        loop {
+            let v = self.metric(series);
+            if ok(v) || Instant::now() >= deadline {
+                return v;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// SIGKILL: no chance to flush or checkpoint.
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -450,6 +462,13 @@ pub fn trickle(port: u16, head: &[u8], body: usize) -> std::net::TcpStream {
 }
 
 /// True once the server has closed `s` (EOF or reset) within `within`.
+/// Asserts that each of `conns` ends within `within` (of the call), naming `what` they are.
+pub fn all_closed_within(conns: Vec<std::net::TcpStream>, within: Duration, what: &str) {
+    for (i, mut c) in conns.into_iter().enumerate() {
+        assert!(closed_within(&mut c, within), "{what} connection {i} still open");
+    }
+}
+
 pub fn closed_within(s: &mut std::net::TcpStream, within: Duration) -> bool {
     use std::io::Read;
     s.set_read_timeout(Some(within)).unwrap();

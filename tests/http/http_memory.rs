@@ -4,7 +4,7 @@
 
 use crate::common;
 use common::api::Api;
-use common::{closed_within, rss_bytes, trickle};
+use common::{all_closed_within, rss_bytes, trickle};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -37,13 +37,9 @@ async fn trickled_bodies_hold_at_most_the_budget_are_refused_408_and_never_stop_
 
     // Each unfinished body is answered 408 once its read deadline passes, and its
     // connection closes: three at a time, so four rounds of 3 s.
-    tokio::task::spawn_blocking(move || {
-        for (i, mut c) in hostile.into_iter().enumerate() {
-            assert!(closed_within(&mut c, Duration::from_secs(40)), "trickling connection {i} still open");
-        }
-    })
-    .await
-    .unwrap();
+    tokio::task::spawn_blocking(move || all_closed_within(hostile, Duration::from_secs(40), "trickling"))
+        .await
+        .unwrap();
     assert!(api.metric("baton_http_errors_total{status=\"408\",code=\"request_timeout\"}").await >= 12.0);
     assert_eq!(api.metric("baton_request_memory_bytes").await, 0.0, "every hold is given back");
     let popped = api.pop_some("mem", "").await;
@@ -98,13 +94,7 @@ async fn answers_no_client_reads_hold_at_most_the_budget() {
     assert!(t.elapsed() < Duration::from_secs(2), "small requests waited {:?}", t.elapsed());
 
     // Each greedy client is closed as idle in turn, and its answer's hold given back.
-    tokio::task::spawn_blocking(move || {
-        for (i, mut c) in greedy.into_iter().enumerate() {
-            assert!(closed_within(&mut c, Duration::from_secs(40)), "greedy connection {i} still open");
-        }
-    })
-    .await
-    .unwrap();
+    tokio::task::spawn_blocking(move || all_closed_within(greedy, Duration::from_secs(40), "greedy")).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
     while api.metric("baton_request_memory_bytes").await > 0.0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -38,11 +38,8 @@ fn trickled_frames_hold_at_most_the_budget_time_out_and_never_stop_small_request
         assert!(closed_within(c, Duration::from_secs(30)), "trickling connection {i} still open");
     }
     assert!(s.metric("baton_kafka_connections_closed_total{reason=\"read_timeout\"}") >= 12.0);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while s.metric("baton_request_memory_bytes") > 0.0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(s.metric("baton_request_memory_bytes"), 0.0, "every hold is given back");
+    let held = s.metric_when("baton_request_memory_bytes", |v| v == 0.0, Duration::from_secs(5));
+    assert_eq!(held, 0.0, "every hold is given back");
 
     // A whole large frame still goes through: a produce of one 900 KB record.
     let big = vec![7u8; 900_000];
@@ -97,11 +94,8 @@ fn a_client_that_takes_none_of_its_answers_is_closed_as_idle() {
     for _ in 0..4 {
         greedy.send(ApiKey::Fetch, 12, &all);
     }
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while s.metric("baton_kafka_connections_open") > 0.0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(s.metric("baton_kafka_connections_open"), 0.0, "the connection taking no answers is still open");
+    let open = s.metric_when("baton_kafka_connections_open", |v| v == 0.0, Duration::from_secs(15));
+    assert_eq!(open, 0.0, "the connection taking no answers is still open");
     assert!(s.metric("baton_kafka_connections_closed_total{reason=\"idle\"}") >= 1.0);
     drop(greedy);
 }
@@ -121,13 +115,10 @@ fn answers_no_client_reads_hold_at_most_the_budget_and_are_cut_to_one_batch() {
     for g in &mut greedy {
         g.send(ApiKey::Fetch, 12, &all);
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while s.metric("baton_kafka_fetch_trimmed_total") < 7.0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
     // One 36 MB answer fits the 56 MiB large answers may use; the other seven are cut to
     // one 900 KB batch each.
-    assert_eq!(s.metric("baton_kafka_fetch_trimmed_total"), 7.0, "answers past the budget are cut");
+    let cut = s.metric_when("baton_kafka_fetch_trimmed_total", |v| v >= 7.0, Duration::from_secs(10));
+    assert_eq!(cut, 7.0, "answers past the budget are cut");
     let held = s.metric("baton_request_memory_bytes") as u64;
     assert!(held <= 56 * MB, "held {held} bytes");
     // The cut answers fit the kernel's socket buffers and are written; the whole one is not.
@@ -148,11 +139,8 @@ fn answers_no_client_reads_hold_at_most_the_budget_and_are_cut_to_one_batch() {
     drop(reader);
 
     // The greedy clients are idle: closed, and what their answers held is given back.
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while s.metric("baton_request_memory_bytes") > 0.0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(s.metric("baton_request_memory_bytes"), 0.0, "every answer's hold is given back");
+    let held = s.metric_when("baton_request_memory_bytes", |v| v == 0.0, Duration::from_secs(15));
+    assert_eq!(held, 0.0, "every answer's hold is given back");
     assert!(s.metric("baton_kafka_connections_closed_total{reason=\"idle\"}") >= 8.0);
     drop(greedy);
 }
@@ -163,11 +151,8 @@ fn the_budget_is_shared_by_both_doors() {
     let (s, port) = Server::start_kafka(&common::SMALL_REQUEST_BUDGET);
     let frame = 15_000_000usize;
     let mut kafka: Vec<_> = (0..3).map(|_| trickle(port, &(frame as i32).to_be_bytes(), frame)).collect();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while s.metric("baton_request_memory_bytes") < (3 * frame) as f64 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(s.metric("baton_request_memory_bytes") >= (3 * frame) as f64, "three Kafka frames held");
+    let held = s.metric_when("baton_request_memory_bytes", |v| v >= (3 * frame) as f64, Duration::from_secs(5));
+    assert!(held >= (3 * frame) as f64, "three Kafka frames held");
     let waits = s.metric("baton_request_memory_waits_total");
     // 45 MB of the 56 MiB large requests may use are taken: a 15 MB body waits for them.
     let head = format!("POST /api/v1/push HTTP/1.1\r\nHost: x\r\nContent-Length: {frame}\r\n\r\n");
