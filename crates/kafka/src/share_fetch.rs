@@ -151,21 +151,12 @@ async fn acquire(
             })
         });
         let results = join_all(pops).await;
-        // D88: what the answer carries is held before it is read, until it is written.
-        let bytes: u64 = results.iter().flatten().flatten().flat_map(|p| &p.spans).map(|s| s.len as u64).sum();
-        let mem = ctx.cfg.request_memory.hold(usize::try_from(bytes).unwrap_or(usize::MAX)).await;
         let mut taken: Vec<(SharePart, Held)> = Vec::new();
+        let mut popped: Vec<(SharePart, &String, PopResult)> = Vec::new();
         for ((key, topic), r) in free.iter().zip(results) {
             match r {
                 Ok(Some(p)) => {
                     let Some(lease) = p.lease else { continue };
-                    let got = match read_spans(&p) {
-                        Ok(b) => Got { records: Some(b), acquired: acquired(&p), ..Default::default() },
-                        Err(e) => {
-                            tracing::error!(%topic, error = %e, "kafka: reading a stored batch for a share fetch failed");
-                            Got { error: KAFKA_STORAGE_ERROR, message: Some(e), ..Default::default() }
-                        }
-                    };
                     ctx.stats.share_acquired.fetch_add(p.messages.len() as u64, std::sync::atomic::Ordering::Relaxed);
                     taken.push((
                         *key,
@@ -178,7 +169,7 @@ async fn acquire(
                             expires: Instant::now() + lock,
                         },
                     ));
-                    out.insert(*key, got);
+                    popped.push((*key, topic, p));
                 }
                 Ok(None) => {}
                 Err(e) => {
@@ -197,6 +188,21 @@ async fn acquire(
                 release(ctx, group, taken.into_iter().map(|(_, h)| h).collect()).await;
                 return (HashMap::new(), MemoryHold::none());
             }
+        }
+        // D88: what the answer carries is held before it is read, until it is written. Waited
+        // for once the leases are the session's, so a client gone meanwhile has them given
+        // back with its session, not left to their lock.
+        let bytes: u64 = popped.iter().flat_map(|(_, _, p)| &p.spans).map(|s| s.len as u64).sum();
+        let mem = ctx.cfg.request_memory.hold(usize::try_from(bytes).unwrap_or(usize::MAX)).await;
+        for (key, topic, p) in popped {
+            let got = match read_spans(&p) {
+                Ok(b) => Got { records: Some(b), acquired: acquired(&p), ..Default::default() },
+                Err(e) => {
+                    tracing::error!(%topic, error = %e, "kafka: reading a stored batch for a share fetch failed");
+                    Got { error: KAFKA_STORAGE_ERROR, message: Some(e), ..Default::default() }
+                }
+            };
+            out.insert(key, got);
         }
         if !out.is_empty() || Instant::now() >= deadline {
             return (out, mem);
