@@ -101,3 +101,38 @@ async fn answers_no_client_reads_hold_at_most_the_budget() {
     }
     assert_eq!(api.metric("baton_request_memory_bytes").await, 0.0, "every answer's hold is given back");
 }
+
+/// A dead-letter page had no bound in bytes: 10,000 rows of large dead messages were one
+/// answer of gigabytes, made whole in memory. A page now reads at most a browse page's
+/// bytes (4 MiB; the first row always), and a client pages on by `offset`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_page_reads_a_bounded_number_of_bytes() {
+    let api = Api::start();
+    api.configure("dl", json!({"retryLimit": 1})).await;
+    let value = "d".repeat(900_000);
+    for i in 0..12 {
+        api.push("dl", "Default", &[(&format!("t{i}"), json!(value))]).await;
+    }
+    // One at a time: a failed ack ends its lease. Two failed deliveries each.
+    for _ in 0..24 {
+        let m = api.pop_some("dl", "batch=1").await;
+        let a = api.ack(&m[0], "failed", Some("too big")).await;
+        assert_eq!(a["success"], true, "{a}");
+    }
+    let mut seen = Vec::new();
+    for page in 0..4 {
+        let v = api.ok(&format!("/api/v1/dlq?queue=dl&limit=100&offset={}", seen.len())).await;
+        assert_eq!(v["total"], 12, "{page}");
+        let rows = v["messages"].as_array().unwrap();
+        // Four 900 KB records fit in 4 MiB; a fifth does not.
+        assert_eq!(rows.len(), if page < 3 { 4 } else { 0 }, "page {page}");
+        for r in rows {
+            assert_eq!(r["data"].as_str().map(str::len), Some(900_000));
+            seen.push(r["transactionId"].as_str().unwrap().to_string());
+        }
+    }
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 12, "every dead message is on exactly one page: {seen:?}");
+    assert_eq!(api.metric("baton_request_memory_bytes").await, 0.0, "the pages' holds are given back");
+}

@@ -11,6 +11,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use baton_core::request_memory::MemoryHold;
 use baton_core::{parse_partition_uuid, partition_uuid, ConfigureMode, OptionsPatch, QueryResult};
 use serde::Deserialize;
 use serde_json::json;
@@ -395,7 +396,16 @@ pub async fn dlq(
         .collect();
     let total = rows.len();
     let mut messages = Vec::new();
+    // A page reads at most a browse page's bytes (the first row always): 10,000 rows of
+    // large dead messages were one answer of gigabytes. Held while read and sent (D88).
+    let (mut mem, mut read) = (MemoryHold::none(), 0u64);
     for d in rows.into_iter().skip(skip).take(limit) {
+        let len = d.span.as_ref().map_or(0, |s| s.len as u64);
+        if !messages.is_empty() && read + len > crate::browse::PAGE_BYTES {
+            break;
+        }
+        read += len;
+        mem.absorb(crate::held::before_read(&app, len).await);
         let rec = d
             .span
             .as_ref()
@@ -417,7 +427,8 @@ pub async fn dlq(
             "data": payload_json(rec.as_ref().and_then(|r| r.value.as_deref())),
         }));
     }
-    Ok(Json(json!({"messages": messages, "total": total, "limit": limit, "offset": skip})).into_response())
+    let body = json!({"messages": messages, "total": total, "limit": limit, "offset": skip}).to_string();
+    Ok(crate::held::json(&app, body.into_bytes(), mem))
 }
 
 /// The offset of the newest message `txid` of `part`: the planner names what to read, a

@@ -15,6 +15,7 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use baton_core::request_memory::MemoryHold;
 use baton_core::{message_uuid, FetchRequest};
 use serde::Deserialize;
 use serde_json::json;
@@ -85,6 +86,8 @@ pub async fn messages(
     let total: u64 = parts.iter().map(|pv| pv.durable_end - pv.start).sum();
     let mut out = Vec::new();
     let mut budget = PAGE_BYTES;
+    // What the page reads, held while it is read and sent (D88).
+    let mut mem = MemoryHold::none();
     for pv in parts {
         let n = pv.durable_end - pv.start;
         if skip >= n {
@@ -104,7 +107,9 @@ pub async fn messages(
             if r.spans.is_empty() {
                 break;
             }
-            budget = budget.saturating_sub(r.spans.iter().map(|s| s.len as u64).sum());
+            let len = r.spans.iter().map(|s| s.len as u64).sum();
+            budget = budget.saturating_sub(len);
+            mem.absorb(crate::held::before_read(&app, len).await);
             let recs = read_records(&r.spans, |o| o >= from)
                 .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "read_failed", e))?;
             // Past every record read, shown or not; never past the last stable offset.
@@ -131,7 +136,8 @@ pub async fn messages(
             break;
         }
     }
-    Ok(Json(json!({"messages": out, "total": total, "limit": limit, "offset": p.offset.unwrap_or(0)})).into_response())
+    let body = json!({"messages": out, "total": total, "limit": limit, "offset": p.offset.unwrap_or(0)}).to_string();
+    Ok(crate::held::json(&app, body.into_bytes(), mem))
 }
 
 /// Most entries in one `POST /api/v1/partitions/changed`, and most partitions one entry
