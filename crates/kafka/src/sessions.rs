@@ -10,7 +10,7 @@ use crate::errors::*;
 use indexmap::IndexMap;
 use kafka_protocol::messages::FetchRequest;
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant};
 
@@ -218,7 +218,7 @@ impl FetchSessions {
         let Some(s) = inner.map.get_mut(&id) else {
             return vec![true; results.len()];
         };
-        results
+        let include = results
             .iter()
             .map(|(key, said, records, error)| {
                 let Some(c) = s.parts.get_mut(key) else {
@@ -230,7 +230,18 @@ impl FetchSessions {
                 }
                 news
             })
-            .collect()
+            .collect();
+        // Fairness, as Kafka's sessions do it: partitions that returned records go to the
+        // end, so the next answer's byte limit (or a cut to one batch under the memory
+        // budget, D88) reaches the others first instead of the same partition every time.
+        if results.iter().any(|r| r.2) {
+            let served: HashSet<&Key> = results.iter().filter(|r| r.2).map(|r| &r.0).collect();
+            let (mut order, last): (IndexMap<Key, Cached>, IndexMap<Key, Cached>) =
+                std::mem::take(&mut s.parts).into_iter().partition(|(k, _)| !served.contains(k));
+            order.extend(last);
+            s.parts = order;
+        }
+        include
     }
 
     pub fn expire(&self, now: Instant) {
@@ -288,18 +299,50 @@ mod tests {
             s.close(mode, &[(key("a", 0), said, true, false), (key("a", 1), said, false, false)]),
             vec![true, true]
         );
-        // Incremental: only a/0's offset moved; both are read, only news answered.
+        // Incremental: only a/0's offset moved; both are read (a/0, which returned records,
+        // now last), only news answered.
         let (mode, wants) = s.open(&req(id, 1, &[("a", 0, 10)], &[]), 12, t).unwrap();
         assert_eq!(mode, Mode::Incremental(id));
-        assert_eq!(wants.iter().map(|w| (w.partition, w.offset)).collect::<Vec<_>>(), vec![(0, 10), (1, 0)]);
+        assert_eq!(wants.iter().map(|w| (w.partition, w.offset)).collect::<Vec<_>>(), vec![(1, 0), (0, 10)]);
         let moved = Said { high_watermark: 11, log_start: 0 };
         assert_eq!(
-            s.close(mode, &[(key("a", 0), said, false, false), (key("a", 1), moved, false, false)]),
-            vec![false, true]
+            s.close(mode, &[(key("a", 1), moved, false, false), (key("a", 0), said, false, false)]),
+            vec![true, false]
         );
         // Forget a/1.
         let (_, wants) = s.open(&req(id, 2, &[], &[("a", 1)]), 12, t).unwrap();
         assert_eq!(wants.len(), 1);
+    }
+
+    /// Without this, a session read its partitions in the same order every time, so one
+    /// that always filled the answer's byte limit kept the others waiting.
+    #[test]
+    fn partitions_that_returned_records_go_to_the_end_of_the_session() {
+        let s = FetchSessions::new();
+        let t = Instant::now();
+        let (mode, _) = s.open(&req(0, 0, &[("a", 0, 0), ("a", 1, 0), ("a", 2, 0)], &[]), 12, t).unwrap();
+        let id = mode.session_id();
+        let said = Said { high_watermark: 10, log_start: 0 };
+        let order = |epoch| {
+            let (_, wants) = s.open(&req(id, epoch, &[], &[]), 12, t).unwrap();
+            wants.iter().map(|w| w.partition).collect::<Vec<_>>()
+        };
+        s.close(
+            mode,
+            &[(key("a", 0), said, true, false), (key("a", 1), said, false, false), (key("a", 2), said, false, false)],
+        );
+        assert_eq!(order(1), vec![1, 2, 0]);
+        let mode = Mode::Incremental(id);
+        s.close(
+            mode,
+            &[(key("a", 1), said, true, false), (key("a", 2), said, true, false), (key("a", 0), said, false, false)],
+        );
+        assert_eq!(order(2), vec![0, 1, 2], "both served go last, in their order");
+        s.close(
+            mode,
+            &[(key("a", 0), said, false, false), (key("a", 1), said, false, false), (key("a", 2), said, false, false)],
+        );
+        assert_eq!(order(3), vec![0, 1, 2], "nothing served: the order stays");
     }
 
     #[test]
